@@ -1,0 +1,68 @@
+#include "support/test_support.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace chorus::test {
+
+std::filesystem::path peer_dir() {
+  if (const char* p = std::getenv("CHORUS_PEER_DIR")) return p;
+  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().parent_path() /
+         "shared" / "peer";
+}
+
+std::filesystem::path scratch_dir() {
+  static std::filesystem::path dir = [] {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "chorus-test-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    return std::filesystem::path(tmpl);
+  }();
+  return dir;
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + p.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::filesystem::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  if (!out) throw std::runtime_error("cannot write " + p.string());
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string cli_path() {
+  if (const char* p = std::getenv("CHORUS_CLI")) return p;
+  return "chorus-cli";
+}
+
+int run_command(const std::string& cmd, std::string* out, std::string* err) {
+  std::string err_file = (scratch_dir() / ("stderr-" + std::to_string(::getpid()) + ".txt")).string();
+  std::string full = cmd + " 2>" + err_file;
+  FILE* pipe = ::popen(full.c_str(), "r");
+  if (!pipe) return -1;
+  std::string captured;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) captured.append(buf, n);
+  int status = ::pclose(pipe);
+  if (out) *out = std::move(captured);
+  if (err) {
+    std::ifstream e(err_file, std::ios::binary);
+    std::ostringstream ss;
+    ss << e.rdbuf();
+    *err = ss.str();
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace chorus::test

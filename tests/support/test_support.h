@@ -1,0 +1,21 @@
+#pragma once
+// Helpers shared by the GoogleTests: where the external truth lives, scratch space, files.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace chorus::test {
+
+// ../shared/peer beside the repository (CHORUS_PEER_DIR overrides). Read-only in CI.
+std::filesystem::path peer_dir();
+// A fresh writable directory for this test process (never inside peer_dir()).
+std::filesystem::path scratch_dir();
+std::string read_file(const std::filesystem::path& p);
+void write_file(const std::filesystem::path& p, const std::string& bytes);
+// The chorus-cli binary built with the tests (CHORUS_CLI).
+std::string cli_path();
+// Runs a shell command, returns its exit status and captures stdout (stderr to `err`).
+int run_command(const std::string& cmd, std::string* out, std::string* err = nullptr);
+
+}  // namespace chorus::test
