@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Sets everything up on a fresh Debian 12 machine and runs every test suite:
+#   release build (engine, CUDA backend when nvcc exists, GUI) + CTest,
+#   ASan+UBSan and TSan builds of the engine + CTest (including the 2-minute stress test),
+#   libFuzzer smoke runs, and the packaging checks.
+# Exits non-zero as soon as any stage fails. Pick stages with CHORUS_TEST_STAGES.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+STAGES=${CHORUS_TEST_STAGES:-"deps release asan tsan fuzz package"}
+JOBS=${CHORUS_JOBS:-$(nproc)}
+export CHORUS_PEER_DIR=${CHORUS_PEER_DIR:-$(cd "$ROOT/.." && pwd)/shared/peer}
+
+stage() { echo; echo "=== $1 ($(date +%H:%M:%S)) ==="; }
+has_stage() { [[ " $STAGES " == *" $1 "* ]]; }
+
+if has_stage deps; then
+  stage "dependencies"
+  scripts/install_deps.sh
+  scripts/fetch_model.sh
+fi
+
+if has_stage release; then
+  stage "release build + tests"
+  cmake --preset default
+  cmake --build build -j "$JOBS"
+  ctest --test-dir build --output-on-failure -j "$JOBS" --timeout 900
+fi
+
+if has_stage asan; then
+  stage "ASan+UBSan build + tests"
+  cmake --preset asan-ubsan
+  cmake --build build-asan -j "$JOBS"
+  CHORUS_STRESS_SECONDS=${CHORUS_STRESS_SECONDS:-120} \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$JOBS" --timeout 1200
+fi
+
+if has_stage tsan; then
+  stage "TSan build + tests"
+  cmake --preset tsan
+  cmake --build build-tsan -j "$JOBS"
+  CHORUS_STRESS_SECONDS=${CHORUS_STRESS_SECONDS:-120} TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    ctest --test-dir build-tsan --output-on-failure -j "$JOBS" --timeout 1200
+fi
+
+if has_stage fuzz; then
+  stage "libFuzzer smoke runs"
+  cmake --preset fuzz
+  cmake --build build-fuzz -j "$JOBS"
+  for f in build-fuzz/bin/fuzz_*; do
+    [ -x "$f" ] || continue
+    echo "fuzzing $(basename "$f") for ${CHORUS_FUZZ_SECONDS:-30}s"
+    corpus=$(mktemp -d)
+    "$f" -max_total_time="${CHORUS_FUZZ_SECONDS:-30}" -rss_limit_mb=2048 -timeout=10 "$corpus" 2>&1 | tail -n 3
+    rm -rf "$corpus"
+  done
+fi
+
+if has_stage package; then
+  stage "packaging"
+  for s in packaging/ci/linux_package_check.sh packaging/ci/windows_cross_check.sh; do
+    if [ -x "$s" ]; then "$s" "$ROOT/build"; else echo "missing $s"; exit 1; fi
+  done
+fi
+
+stage "all stages passed: $STAGES"
