@@ -25,9 +25,10 @@ struct Request {
   std::vector<ChatMessage> messages;
   std::vector<int32_t> prompt_tokens;
   SamplingParams sampling;
-  int32_t max_tokens = 512;
+  int32_t max_tokens = 512;               // <= 0: no limit but the context
   std::vector<std::string> stop_strings;  // matched on the detokenized text, across tokens
   int32_t priority = 0;                   // higher runs first and is preempted last
+  bool ignore_eos = false;                // benchmarks: generate exactly max_tokens
 };
 
 enum class FinishReason {

@@ -1,0 +1,84 @@
+#pragma once
+// A deterministic stand-in for a compute backend, for scheduler, engine, UI and bench
+// tests. The next token is a hash of the input token, its position and the tokens the
+// sequence's block table reads back from the fake KV cache, so it depends on nothing but
+// the sequence's own content: batched == solo, and any block-table mistake of the
+// scheduler (shared, missing or stale blocks) changes the output. It records every call.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "engine/backend/backend.h"
+
+namespace chorus {
+
+struct FakeCall {
+  enum class Kind { Prefill, Decode };
+  Kind kind = Kind::Decode;
+  uint64_t index = 0;             // call number since creation
+  std::vector<int64_t> seq_ids;   // [M] for a decode, [1] for a prefill
+  std::vector<int32_t> n_past;    // [M] / [1]
+  int32_t n_tokens = 0;           // prefill chunk length; M for a decode
+};
+
+// Thread-safe call log, shared between the backend (engine thread) and a test.
+class FakeCallLog {
+ public:
+  void add(FakeCall call);
+  std::vector<FakeCall> snapshot() const;
+  size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<FakeCall> calls_;
+};
+
+struct FakeBackendOptions {
+  int32_t n_vocab = 256;
+  int32_t n_ctx_train = 8192;
+  KvLayout kv{16, 1024};
+  int32_t max_batch = 32;
+  int32_t max_prefill_tokens = 512;
+  std::chrono::microseconds decode_delay{0};           // per decode call
+  std::chrono::microseconds prefill_delay_per_token{0};
+  std::shared_ptr<FakeCallLog> log;                    // null: record nothing
+  // Failure injection: a call for which this returns true fails with an Error.
+  std::function<bool(const FakeCall&)> fail_if;
+};
+
+class FakeBackend final : public Backend {
+ public:
+  explicit FakeBackend(FakeBackendOptions options);
+
+  std::string name() const override { return "fake"; }
+  std::string device_name() const override { return "deterministic fake"; }
+  const ModelConfig& config() const override { return config_; }
+  KvLayout kv_layout() const override { return opt_.kv; }
+  int32_t max_batch() const override { return opt_.max_batch; }
+  int32_t max_prefill_tokens() const override { return opt_.max_prefill_tokens; }
+  Result<PrefillResult> prefill(const PrefillChunk& chunk) override;
+  Result<DecodeResult> decode(const DecodeBatch& batch) override;
+  BackendMemory memory() const override;
+
+  // The token the fake produces after `input_token` at `position` when the sequence's
+  // cache digest (see kv_digest) is `digest`. Public so tests can predict outputs.
+  static int32_t next_token(int32_t input_token, int32_t position, uint64_t digest,
+                            const SamplingParams& sampling, uint64_t sample_index,
+                            int32_t n_vocab);
+
+ private:
+  Status write_kv(const SeqState& seq, int32_t position, int32_t token);
+  uint64_t kv_digest(const SeqState& seq, int32_t n_positions) const;
+  Status check_failure(const FakeCall& call) const;
+  void record(FakeCall call);
+
+  FakeBackendOptions opt_;
+  ModelConfig config_;
+  std::vector<int32_t> kv_;  // [n_blocks * block_tokens] token id stored at each slot
+  uint64_t n_calls_ = 0;
+};
+
+}  // namespace chorus

@@ -1,0 +1,87 @@
+#include "engine/sched/engine_stats.h"
+
+#include <algorithm>
+
+namespace chorus {
+namespace {
+
+std::array<int64_t, 8> phases(const StepRecord& r) {
+  return {r.t_schedule_us, r.t_upload_us,     r.t_forward_us, r.t_sample_us,
+          r.t_download_us, r.t_detokenize_us, r.t_deliver_us, r.t_step_us};
+}
+
+StepPhaseTimes from_array(const std::array<double, 8>& a) {
+  StepPhaseTimes t;
+  t.schedule_us = a[0];
+  t.upload_us = a[1];
+  t.forward_us = a[2];
+  t.sample_us = a[3];
+  t.download_us = a[4];
+  t.detokenize_us = a[5];
+  t.deliver_us = a[6];
+  t.step_us = a[7];
+  return t;
+}
+
+}  // namespace
+
+StepPhaseTimes to_phase_times(const StepRecord& r) {
+  std::array<double, 8> a{};
+  const auto p = phases(r);
+  std::copy(p.begin(), p.end(), a.begin());
+  return from_array(a);
+}
+
+void StepStats::add_to_mean(const StepRecord& r, int64_t sign) {
+  const auto p = phases(r);
+  for (size_t i = 0; i < p.size(); ++i) mean_sum_[i] += sign * p[i];
+}
+
+void StepStats::add(const StepRecord& r) {
+  if (n_steps_ >= kMeanSteps) add_to_mean(at(n_steps_ - kMeanSteps), -1);
+  // The slot being overwritten may still be in the rate window; drop it first.
+  if (n_steps_ - window_first_ >= kRing) {
+    window_decoded_ -= at(window_first_).n_decode;
+    window_prefilled_ -= at(window_first_).n_prefill_tokens;
+    ++window_first_;
+  }
+  ring_[static_cast<size_t>(n_steps_ % kRing)] = r;
+  ++n_steps_;
+  add_to_mean(r, +1);
+  n_decoded_total_ += r.n_decode;
+  max_batch_seen_ = std::max(max_batch_seen_, r.n_decode);
+  last_end_us_ = r.t_start_us + r.t_step_us;
+  window_decoded_ += r.n_decode;
+  window_prefilled_ += r.n_prefill_tokens;
+  while (window_first_ < n_steps_ - 1 &&
+         at(window_first_).t_start_us + at(window_first_).t_step_us < last_end_us_ - kWindowUs) {
+    window_decoded_ -= at(window_first_).n_decode;
+    window_prefilled_ -= at(window_first_).n_prefill_tokens;
+    ++window_first_;
+  }
+}
+
+StepPhaseTimes StepStats::last() const {
+  return n_steps_ == 0 ? StepPhaseTimes{} : to_phase_times(at(n_steps_ - 1));
+}
+
+StepPhaseTimes StepStats::mean() const {
+  const int64_t n = std::min<int64_t>(n_steps_, kMeanSteps);
+  if (n == 0) return {};
+  std::array<double, 8> a{};
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(mean_sum_[i]) / n;
+  return from_array(a);
+}
+
+double StepStats::rate(int64_t n, int64_t now_us) const {
+  if (n_steps_ == 0 || now_us - last_end_us_ > kWindowUs) return 0.0;
+  const int64_t span_us = now_us - at(window_first_).t_start_us;
+  return span_us > 0 ? static_cast<double>(n) * 1e6 / static_cast<double>(span_us) : 0.0;
+}
+
+double StepStats::decode_tok_per_s(int64_t now_us) const { return rate(window_decoded_, now_us); }
+double StepStats::prefill_tok_per_s(int64_t now_us) const {
+  return rate(window_prefilled_, now_us);
+}
+
+}  // namespace chorus

@@ -1,0 +1,63 @@
+#pragma once
+// Step statistics kept by the engine thread: the last step, a running mean over recent
+// steps and token rates over a sliding time window. Fixed-size rings and running sums, so
+// recording a step costs a few additions and never allocates.
+#include <array>
+#include <cstdint>
+
+#include "engine/sched/engine_api.h"
+
+namespace chorus {
+
+// One step, as timed by the engine. The phases are contiguous, so their sum is the step.
+struct StepRecord {
+  int64_t index = 0;
+  int32_t n_decode = 0;          // M: sequences that decoded a token
+  int32_t n_prefill_tokens = 0;  // prompt tokens of the chunk (0: none)
+  int64_t t_start_us = 0;        // monotonic clock
+  int64_t t_schedule_us = 0, t_upload_us = 0, t_forward_us = 0, t_sample_us = 0,
+          t_download_us = 0, t_detokenize_us = 0, t_deliver_us = 0;
+  int64_t t_step_us = 0;         // end - start
+
+  int64_t sum_phases_us() const {
+    return t_schedule_us + t_upload_us + t_forward_us + t_sample_us + t_download_us +
+           t_detokenize_us + t_deliver_us;
+  }
+};
+
+StepPhaseTimes to_phase_times(const StepRecord& r);
+
+class StepStats {
+ public:
+  static constexpr int kMeanSteps = 64;           // steps in the running mean
+  static constexpr int64_t kWindowUs = 3000000;   // token-rate window
+
+  void add(const StepRecord& r);
+
+  int64_t n_steps() const { return n_steps_; }
+  int64_t n_tokens_generated() const { return n_decoded_total_; }
+  int32_t max_batch_seen() const { return max_batch_seen_; }
+  StepPhaseTimes last() const;
+  StepPhaseTimes mean() const;
+  // Tokens per second over the window ending at `now_us`; 0 when nothing ran in it.
+  double decode_tok_per_s(int64_t now_us) const;
+  double prefill_tok_per_s(int64_t now_us) const;
+  int64_t last_step_end_us() const { return last_end_us_; }
+
+ private:
+  static constexpr int kRing = 4096;  // must exceed kMeanSteps
+  const StepRecord& at(int64_t step) const { return ring_[static_cast<size_t>(step % kRing)]; }
+  void add_to_mean(const StepRecord& r, int64_t sign);
+  double rate(int64_t n, int64_t now_us) const;
+
+  std::array<StepRecord, kRing> ring_{};
+  int64_t n_steps_ = 0;
+  int64_t n_decoded_total_ = 0;
+  int32_t max_batch_seen_ = 0;
+  int64_t last_end_us_ = 0;
+  std::array<int64_t, 8> mean_sum_{};  // seven phases and the step, over the last kMeanSteps
+  int64_t window_first_ = 0;           // oldest step inside the rate window
+  int64_t window_decoded_ = 0, window_prefilled_ = 0;
+};
+
+}  // namespace chorus
