@@ -8,6 +8,7 @@
 #endif
 
 #include "engine/quant/dequant.h"
+#include "engine/quant/dequant_fast.h"
 #include "engine/util/thread_pool.h"
 
 namespace chorus::cpu {
@@ -40,7 +41,7 @@ void matmul(ThreadPool& pool, const TensorView& w, const float* x, float* y, int
     thread_local std::vector<float> row;
     row.resize(static_cast<size_t>(n_in));
     for (int64_t o = o0; o < o1; ++o) {
-      quant::dequantize_row(w.type, w.row(o), row.data(), n_in);
+      quant::dequantize_row_fast(w.type, w.row(o), row.data(), n_in);
       const float b = bias ? bias[o] : 0.0f;
       for (int64_t r = 0; r < n_rows; ++r) y[r * n_out + o] = dot_f32(row.data(), x + r * n_in, n_in) + b;
     }

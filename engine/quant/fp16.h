@@ -2,10 +2,16 @@
 // IEEE half and bfloat16 <-> float conversion, exact for every finite value, Inf and NaN.
 #include <cstdint>
 #include <cstring>
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 
 namespace chorus::quant {
 
 inline float fp16_to_f32(uint16_t h) {
+#if defined(__F16C__)
+  return _cvtsh_ss(h);  // exact, like the portable path below
+#endif
   uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1fu;
   uint32_t mant = h & 0x3ffu;
