@@ -182,6 +182,7 @@ void EngineCore::run_backend(StepRecord& rec) {
     if (decode_result_.ok()) {
       reported = decode_result_->times;
       rec.n_decode = static_cast<int32_t>(plan.decode.size());
+      rec.n_generated = rec.n_decode;
     }
   }
   int64_t t_end = monotonic_us();
@@ -192,7 +193,10 @@ void EngineCore::run_backend(StepRecord& rec) {
     prefill_result_ = guarded([&] { return backend_->prefill(chunk); });
     const int64_t t_prefill_end = monotonic_us();
     if (r) r->t_prefill_compute_us += t_prefill_end - t_end;
-    if (prefill_result_.ok()) rec.n_prefill_tokens = plan.prefill->n_tokens;
+    if (prefill_result_.ok()) {
+      rec.n_prefill_tokens = plan.prefill->n_tokens;
+      if (plan.prefill->samples_first_token) rec.n_generated += 1;
+    }
     t_end = t_prefill_end;
   }
   const int64_t total = t_end - t_begin;

@@ -48,7 +48,7 @@ void StepStats::add(const StepRecord& r) {
   ring_[static_cast<size_t>(n_steps_ % kRing)] = r;
   ++n_steps_;
   add_to_mean(r, +1);
-  n_decoded_total_ += r.n_decode;
+  n_generated_total_ += r.n_generated;
   max_batch_seen_ = std::max(max_batch_seen_, r.n_decode);
   last_end_us_ = r.t_start_us + r.t_step_us;
   window_decoded_ += r.n_decode;

@@ -14,6 +14,7 @@ struct StepRecord {
   int64_t index = 0;
   int32_t n_decode = 0;          // M: sequences that decoded a token
   int32_t n_prefill_tokens = 0;  // prompt tokens of the chunk (0: none)
+  int32_t n_generated = 0;       // tokens produced: M, plus one when the chunk sampled
   int64_t t_start_us = 0;        // monotonic clock
   int64_t t_schedule_us = 0, t_upload_us = 0, t_forward_us = 0, t_sample_us = 0,
           t_download_us = 0, t_detokenize_us = 0, t_deliver_us = 0;
@@ -35,7 +36,7 @@ class StepStats {
   void add(const StepRecord& r);
 
   int64_t n_steps() const { return n_steps_; }
-  int64_t n_tokens_generated() const { return n_decoded_total_; }
+  int64_t n_tokens_generated() const { return n_generated_total_; }
   int32_t max_batch_seen() const { return max_batch_seen_; }
   StepPhaseTimes last() const;
   StepPhaseTimes mean() const;
@@ -52,7 +53,7 @@ class StepStats {
 
   std::array<StepRecord, kRing> ring_{};
   int64_t n_steps_ = 0;
-  int64_t n_decoded_total_ = 0;
+  int64_t n_generated_total_ = 0;
   int32_t max_batch_seen_ = 0;
   int64_t last_end_us_ = 0;
   std::array<int64_t, 8> mean_sum_{};  // seven phases and the step, over the last kMeanSteps
