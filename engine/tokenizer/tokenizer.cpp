@@ -110,7 +110,12 @@ void Tokenizer::encode_into(std::string_view text, SpecialParsing special,
 void Tokenizer::encode_bpe(std::string_view text, std::vector<int32_t>& out) const {
   std::vector<std::string_view> words;
   pre_->split(text, words);
-  for (std::string_view w : words) bpe_->encode_word(w, out);
+  for (std::string_view w : words) {
+    // Vocabularies often lack tokens for bytes that never occur in UTF-8 (0xC0, 0xC1,
+    // 0xF5..0xFF); such a stray byte is encoded as U+FFFD, as llama.cpp does.
+    if (w.size() == 1 && bpe_->byte_token(static_cast<uint8_t>(w[0])) < 0) w = kReplacementChar;
+    bpe_->encode_word(w, out);
+  }
 }
 
 void Tokenizer::encode_spm(std::string_view text, SpacePrefix prefix, std::vector<int32_t>& out) const {
