@@ -1,0 +1,40 @@
+#pragma once
+// Decode attention over the paged F16 KV cache for rows of different lengths, with GQA and
+// split-K: the positions of a row are cut into chunks of `chunk_tokens`; one block handles
+// one (chunk, kv head, row) for all query heads of that kv head and writes a partial
+// (max, sum, unnormalized output); the combine kernel merges the partials in chunk order.
+// Chunking depends on the row's own length only, so a row's result never depends on the
+// batch. Prefill chunks use the same kernels, one row per prompt token with its causal length.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace chorus::cuda {
+
+inline constexpr int kAttnChunkTokens = 256;
+inline constexpr int kAttnMaxGroup = 8;      // query heads per kv head
+inline constexpr int kAttnMaxHeadDim = 256;
+
+struct AttentionParams {
+  const float* q = nullptr;               // [n_rows][n_heads * head_dim], RoPE applied
+  const __half* k_cache = nullptr;        // this layer: [n_blocks][n_kv_heads][block_tokens][head_dim]
+  const __half* v_cache = nullptr;
+  const int32_t* block_tables = nullptr;  // [n_rows][max_blocks]
+  int32_t max_blocks = 0;
+  int32_t block_tokens = 0;
+  const int32_t* seq_lens = nullptr;      // [n_rows]: positions attended (pos + 1)
+  int32_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  float scale = 1.0f;
+  int32_t max_chunks = 0;                 // stride of the partial arrays (chunks per row at most)
+  int32_t grid_chunks = 0;                // chunks launched per row (>= what the longest row needs)
+  float* part_o = nullptr;                // [n_rows][n_heads][max_chunks][head_dim]
+  float* part_ml = nullptr;               // [n_rows][n_heads][max_chunks][2]
+  __half* out = nullptr;                  // [n_rows][out_stride], heads side by side
+  int32_t out_stride = 0;
+  int32_t n_rows = 0;
+};
+
+void launch_attention(const AttentionParams& p, cudaStream_t stream);
+
+}  // namespace chorus::cuda

@@ -1,0 +1,115 @@
+#pragma once
+// chorus::Backend on one NVIDIA GPU. A decode step for M sequences is one CUDA graph per
+// (M, attention chunk bucket), replayed every step; its per-step inputs are copied from
+// pinned host memory on the same stream just before the launch.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "cuda/device_memory.h"
+#include "cuda/device_model.h"
+#include "cuda/gemm_lt.h"
+#include "cuda/sampling.h"
+#include "engine/backend/backend.h"
+#include "engine/model/model_file.h"
+
+namespace chorus::cuda {
+
+enum class GraphMode { Replay, Eager };
+
+struct CudaBackendOptions {
+  BackendOptions base;
+  GraphMode graphs = GraphMode::Replay;
+  int32_t max_prefill_tokens = 512;
+};
+
+// Inputs of one step, laid out identically in pinned host memory and on the device.
+struct StepInputsLayout {
+  int32_t max_rows = 0, max_blocks = 0;
+  size_t tokens = 0, positions = 0, seq_lens = 0, tables = 0, sampling = 0, history = 0, total_bytes = 0;
+  static StepInputsLayout make(int32_t max_rows, int32_t max_blocks, int32_t max_sample_rows);
+};
+
+class CudaBackend final : public Backend {
+ public:
+  static Result<std::unique_ptr<CudaBackend>> create(const std::string& model_path, const CudaBackendOptions& opts);
+  ~CudaBackend() override;
+
+  std::string name() const override { return "cuda"; }
+  std::string device_name() const override { return device_name_; }
+  const ModelConfig& config() const override { return model_->config; }
+  KvLayout kv_layout() const override { return kv_layout_; }
+  int32_t max_batch() const override { return max_batch_; }
+  int32_t max_prefill_tokens() const override { return max_prefill_; }
+  Result<PrefillResult> prefill(const PrefillChunk& chunk) override;
+  Result<DecodeResult> decode(const DecodeBatch& batch) override;
+  BackendMemory memory() const override;
+  BackendCounters counters() const override { return counters_; }
+
+  void set_graph_mode(GraphMode m) { graph_mode_ = m; }
+
+ private:
+  CudaBackend() = default;
+  void init(const std::string& model_path, const CudaBackendOptions& opts);
+  void allocate_buffers(int64_t kv_tokens);
+
+  struct GemvGroup;  // matrices that feed one consumer
+  void enqueue_embed(int32_t n_rows);
+  void enqueue_layers(int32_t n_rows, int32_t max_chunks);
+  void enqueue_matmul(const DeviceMatrix* const* mats, int n_mats, const __half* x, int32_t n_rows,
+                      int32_t n_splits, int32_t out_stride);
+  void enqueue_lm_head(int32_t row_begin, int32_t n_rows);
+  void enqueue_sample(int32_t n_rows);
+  void enqueue_decode(int32_t n_rows, int32_t max_chunks);
+  void run_decode_graph(int32_t n_rows, int32_t max_chunks);
+
+  Status check_seq(const SeqState& s, int32_t n_new) const;
+  void fill_sampling(int32_t row, const SeqState& s);
+  void upload_inputs();
+
+  std::unique_ptr<ModelFile> model_;
+  DeviceModel weights_;
+  std::string device_name_;
+  int n_sms_ = 0;
+  KvLayout kv_layout_;
+  int32_t max_batch_ = 32, max_prefill_ = 512, context_tokens_ = 4096;
+  int32_t max_rows_ = 0, max_blocks_ = 0, max_chunks_ = 0;
+  GraphMode graph_mode_ = GraphMode::Replay;
+
+  // Split counts per matrix group, fixed at load (never depend on M).
+  int32_t splits_qkv_ = 1, splits_o_ = 1, splits_ffn_up_ = 1, splits_down_ = 1;
+
+  std::unique_ptr<Stream> stream_;
+  std::unique_ptr<GemmLt> gemm_;
+  DeviceBuffer<__half> kv_cache_;   // [n_layers][2][n_blocks][n_kv_heads][block_tokens][head_dim]
+  DeviceBuffer<float> x_;           // [max_rows][n_embd]
+  DeviceBuffer<__half> h_;          // [max_rows][h_stride], zero padding past each row's width
+  DeviceBuffer<__half> h_ff_;       // [max_rows][h_stride], SwiGLU output (the down projection's input)
+  int32_t h_stride_ = 0;
+  DeviceBuffer<float> partials_;    // GEMV split partials / GEMM outputs
+  int64_t split_stride_ = 0;
+  DeviceBuffer<float> q_;           // [max_rows][q_dim]
+  DeviceBuffer<float> attn_o_, attn_ml_;
+  DeviceBuffer<float> logits_;      // [max_batch][n_vocab]
+  DeviceBuffer<float> sample_work_; // [max_batch][n_vocab]
+  DeviceBuffer<__half> w_f16_;      // prefill: one dequantized matrix
+  DeviceBuffer<uint8_t> inputs_dev_;
+  PinnedBuffer<uint8_t> inputs_host_;
+  StepInputsLayout inputs_;
+  DeviceBuffer<int32_t> out_tokens_dev_;
+  PinnedBuffer<int32_t> out_tokens_host_;
+  PinnedBuffer<float> logits_host_;
+
+  // Graph per (rows, attention chunk bucket). Buffer addresses are fixed for the backend's
+  // life; `buffers_generation_` is part of the key so a reallocation can never hit a stale graph.
+  using GraphKey = std::tuple<int32_t, int32_t, uint64_t>;
+  std::map<GraphKey, GraphExec> graphs_;
+  std::set<GraphKey> eager_keys_;
+  uint64_t buffers_generation_ = 0;
+  BackendCounters counters_;
+};
+
+}  // namespace chorus::cuda

@@ -1,0 +1,7 @@
+// Batched GEMV instantiations: Q6_K Q8_0.
+#include "cuda/gemv_kernel.cuh"
+
+namespace chorus::cuda {
+CHORUS_INSTANTIATE_GEMV(TensorType::Q6_K)
+CHORUS_INSTANTIATE_GEMV(TensorType::Q8_0)
+}  // namespace chorus::cuda

@@ -1,0 +1,152 @@
+#include "cuda/cuda_check.h"
+#include "cuda/layer_ops.h"
+
+namespace chorus::cuda {
+namespace {
+
+constexpr int kRowThreads = 256;
+
+__device__ __forceinline__ float sum_partials(const Partials& a, int row, int i) {
+  float s = 0.0f;
+  const float* base = a.data + static_cast<int64_t>(row) * a.stride + a.col + i;
+  for (int k = 0; k < a.n_splits; ++k) s += base[k * a.split_stride];
+  return s;
+}
+
+// Fixed-shape tree reduction over the block (kRowThreads threads).
+__device__ float block_sum(float v, float* scratch) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float total = 0.0f;
+  if (warp == 0) {
+    total = lane < kRowThreads / 32 ? scratch[lane] : 0.0f;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) total += __shfl_xor_sync(0xffffffffu, total, o);
+    if (lane == 0) scratch[0] = total;
+  }
+  __syncthreads();
+  total = scratch[0];
+  __syncthreads();
+  return total;
+}
+
+__global__ void residual_norm_kernel(const ResidualNormParams p) {
+  __shared__ float scratch[32];
+  const int row = blockIdx.x;
+  float* x = p.x + static_cast<int64_t>(row) * p.n_embd;
+  float ss = 0.0f;
+  for (int i = threadIdx.x; i < p.n_embd; i += kRowThreads) {
+    float v = x[i];
+    if (p.add.n_splits > 0) {
+      v += sum_partials(p.add, row, i);
+      x[i] = v;
+    }
+    ss += v * v;
+  }
+  const float total = block_sum(ss, scratch);
+  const float rstd = rsqrtf(total / static_cast<float>(p.n_embd) + p.eps);
+  __half* out = p.out + static_cast<int64_t>(row) * p.out_stride;
+  for (int i = threadIdx.x; i < p.n_embd; i += kRowThreads) out[i] = __float2half_rn(x[i] * rstd * p.norm_w[i]);
+}
+
+__device__ __forceinline__ int64_t cache_offset(const QkvRopeParams& p, int row, int kv_head) {
+  const int pos = p.positions[row];
+  const int block = p.block_tables[static_cast<int64_t>(row) * p.max_blocks + pos / p.block_tokens];
+  const int slot = pos % p.block_tokens;
+  return ((static_cast<int64_t>(block) * p.n_kv_heads + kv_head) * p.block_tokens + slot) * p.head_dim;
+}
+
+// Rotates the pair slots j of one head: element indices (i0, i1) and whether/at which
+// frequency index they rotate, following ggml's Normal and NeoX conventions.
+__device__ __forceinline__ void rope_pair(const QkvRopeParams& p, int j, int& i0, int& i1, int& freq) {
+  if (p.rope == RopeKind::Normal) {
+    i0 = 2 * j;
+    i1 = 2 * j + 1;
+    freq = i0 < p.rope_dim ? j : -1;
+  } else if (j < p.rope_dim / 2) {
+    i0 = j;
+    i1 = j + p.rope_dim / 2;
+    freq = j;
+  } else {
+    i0 = p.rope_dim + 2 * (j - p.rope_dim / 2);
+    i1 = i0 + 1;
+    freq = -1;
+  }
+}
+
+__global__ void qkv_rope_kernel(const QkvRopeParams p) {
+  const int row = blockIdx.x;
+  const int q_dim = p.n_heads * p.head_dim, kv_dim = p.n_kv_heads * p.head_dim;
+  const int half_hd = p.head_dim / 2;
+  const double pos = static_cast<double>(p.positions[row]);
+  const int n_pairs = (p.n_heads + p.n_kv_heads) * half_hd;
+  for (int idx = threadIdx.x; idx < n_pairs; idx += blockDim.x) {
+    const int head = idx / half_hd, j = idx % half_hd;
+    int i0, i1, freq;
+    rope_pair(p, j, i0, i1, freq);
+    const bool is_q = head < p.n_heads;
+    const int col0 = is_q ? head * p.head_dim : q_dim + (head - p.n_heads) * p.head_dim;
+    float a = sum_partials(p.qkv, row, col0 + i0), b = sum_partials(p.qkv, row, col0 + i1);
+    const float* bias = is_q ? p.bq : p.bk;
+    if (bias) {
+      const int bcol = is_q ? col0 : col0 - q_dim;
+      a += bias[bcol + i0];
+      b += bias[bcol + i1];
+    }
+    if (freq >= 0) {
+      // Angles in double: pos * base^(-2j/rope_dim) reaches thousands of radians.
+      const double theta = pos * pow(static_cast<double>(p.rope_base), -2.0 * freq / p.rope_dim);
+      double sn, cs;
+      sincos(theta, &sn, &cs);
+      const float c = static_cast<float>(cs), s = static_cast<float>(sn);
+      const float ra = a * c - b * s, rb = a * s + b * c;
+      a = ra;
+      b = rb;
+    }
+    if (is_q) {
+      float* q = p.q_out + static_cast<int64_t>(row) * q_dim + col0;
+      q[i0] = a;
+      q[i1] = b;
+    } else {
+      __half* k = p.k_cache + cache_offset(p, row, head - p.n_heads);
+      k[i0] = __float2half_rn(a);
+      k[i1] = __float2half_rn(b);
+    }
+  }
+  for (int i = threadIdx.x; i < kv_dim; i += blockDim.x) {
+    float v = sum_partials(p.qkv, row, q_dim + kv_dim + i);
+    if (p.bv) v += p.bv[i];
+    p.v_cache[cache_offset(p, row, i / p.head_dim) + i % p.head_dim] = __float2half_rn(v);
+  }
+}
+
+__global__ void swiglu_kernel(const SwigluParams p) {
+  const int row = blockIdx.x;
+  __half* out = p.out + static_cast<int64_t>(row) * p.out_stride;
+  for (int i = threadIdx.x; i < p.n_ff; i += blockDim.x) {
+    const float g = sum_partials(p.gate_up, row, i), u = sum_partials(p.gate_up, row, p.n_ff + i);
+    out[i] = __float2half_rn(g / (1.0f + expf(-g)) * u);
+  }
+}
+
+}  // namespace
+
+void launch_residual_norm(const ResidualNormParams& p, cudaStream_t stream) {
+  residual_norm_kernel<<<p.n_rows, kRowThreads, 0, stream>>>(p);
+  CHORUS_CUDA_CHECK_LAUNCH();
+}
+
+void launch_qkv_rope(const QkvRopeParams& p, cudaStream_t stream) {
+  qkv_rope_kernel<<<p.n_rows, 256, 0, stream>>>(p);
+  CHORUS_CUDA_CHECK_LAUNCH();
+}
+
+void launch_swiglu(const SwigluParams& p, cudaStream_t stream) {
+  swiglu_kernel<<<p.n_rows, 512, 0, stream>>>(p);
+  CHORUS_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace chorus::cuda
