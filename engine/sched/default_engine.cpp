@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "engine/backend/backend_loader.h"
 #include "engine/backend/cpu_backend.h"
 #include "engine/sched/gguf_text_codec.h"
 
@@ -16,9 +17,12 @@ BackendFactory default_backend_factory() {
     BackendOptions o;
     o.n_threads = load.n_threads;
     o.context_tokens = load.context_tokens;
-    if (load.backend == "cpu" || load.backend == "auto") return create_cpu_backend(load.model_path, o);
-    if (load.backend == "cuda") {
-      return make_error("the CUDA backend is not available in this build (use --backend cpu)");
+    if (load.backend == "cpu") return create_cpu_backend(load.model_path, o);
+    if (load.backend == "cuda") return load_cuda_backend(load.model_path, o);
+    if (load.backend == "auto") {
+      // The GPU when one is usable; otherwise the CPU, which always works.
+      if (cuda_unavailable_reason().empty()) return load_cuda_backend(load.model_path, o);
+      return create_cpu_backend(load.model_path, o);
     }
     return make_error("unknown backend '" + load.backend + "' (auto, cpu, cuda)");
   };

@@ -134,7 +134,10 @@ void Engine::run_commands(std::vector<Command>& commands) {
     } else if (auto* k = std::get_if<CancelCommand>(&c.what)) {
       if (core_) core_->cancel(k->id);
     } else if (auto* l = std::get_if<LoadCommand>(&c.what)) {
-      l->done->set_value(do_load(l->options));
+      // Published before the caller wakes, so its first stats() shows the new model.
+      Status st = do_load(l->options);
+      publish_stats();
+      l->done->set_value(std::move(st));
     }
     changed = true;
   }
