@@ -44,6 +44,7 @@ Result<SoloRunResult> solo_run(Backend& backend, const std::vector<int32_t>& pro
   for (int32_t g = 0; g < options.n_generate; ++g) {
     out.generated.push_back(next);
     history.push_back(next);
+    if (options.on_token && !options.on_token(next)) break;
     if (g + 1 == options.n_generate) break;
     DecodeBatch batch;
     seq.n_past = static_cast<int32_t>(history.size()) - 1;

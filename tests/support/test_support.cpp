@@ -40,6 +40,15 @@ void write_file(const std::filesystem::path& p, const std::string& bytes) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
+std::filesystem::path default_model_path() {
+  if (const char* p = std::getenv("CHORUS_DEFAULT_MODEL")) return p;
+  const char* xdg = std::getenv("XDG_DATA_HOME");
+  const char* home = std::getenv("HOME");
+  std::filesystem::path base = xdg && *xdg ? std::filesystem::path(xdg)
+                                           : std::filesystem::path(home ? home : ".") / ".local" / "share";
+  return base / "chorus" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
 std::string cli_path() {
   if (const char* p = std::getenv("CHORUS_CLI")) return p;
   return "chorus-cli";

@@ -13,6 +13,9 @@ std::filesystem::path peer_dir();
 std::filesystem::path scratch_dir();
 std::string read_file(const std::filesystem::path& p);
 void write_file(const std::filesystem::path& p, const std::string& bytes);
+// The default model as scripts/fetch_model.sh installs it (XDG data dir); CHORUS_DEFAULT_MODEL
+// overrides. Tests that need it fail, never skip, when it is missing: CI installs it.
+std::filesystem::path default_model_path();
 // The chorus-cli binary built with the tests (CHORUS_CLI).
 std::string cli_path();
 // Runs a shell command, returns its exit status and captures stdout (stderr to `err`).
