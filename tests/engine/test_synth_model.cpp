@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ostream>
 #include <set>
 #include <string>
 #include <unordered_set>
@@ -44,6 +45,7 @@ struct Case {
   std::string shape;
   QuantMix mix;
 };
+void PrintTo(const Case& c, std::ostream* os) { *os << c.shape << " " << quant_mix_name(c.mix); }
 
 class SynthTiny : public ::testing::TestWithParam<Case> {};
 
