@@ -6,11 +6,15 @@
 # Included from the top-level CMakeLists.txt after every target is defined, so `TARGET x`
 # tells which optional parts (GUI, CUDA backend) this build has.
 
-set(CHORUS_APP_ID org.chorusapp.Chorus)  # reverse-DNS id: desktop file, icon, AppStream id
+# The desktop-file id and icon name are "chorus": Qt derives the Wayland app id and the X11
+# WM_CLASS from the application name "chorus", so the compositor matches windows to this
+# entry. AppStream wants a reverse-DNS component id.
+set(CHORUS_DESKTOP_ID chorus)
+set(CHORUS_APPSTREAM_ID io.github.chorus.Chorus)
 set(CHORUS_PKG_DIR ${CMAKE_CURRENT_LIST_DIR})
 # The CUDA backend is a plug-in, not a link dependency: the engine dlopen()s it from
-# <prefix>/lib/chorus when a driver is present (a missing file just means CPU only).
-set(CHORUS_BACKEND_INSTALL_DIR lib/chorus CACHE STRING
+# <exe dir>/../lib when a driver is present (a missing file just means CPU only).
+set(CHORUS_BACKEND_INSTALL_DIR lib CACHE STRING
     "Where the optional run-time loaded backends are installed, relative to the prefix")
 
 # ---- licence --------------------------------------------------------------------------
@@ -26,9 +30,9 @@ endif()
 # ---- desktop integration (only when the GUI is part of this build) ---------------------
 if(TARGET chorus AND NOT WIN32)
   set(_linux ${CHORUS_PKG_DIR}/linux)
-  install(FILES ${_linux}/${CHORUS_APP_ID}.desktop DESTINATION ${CMAKE_INSTALL_DATADIR}/applications)
-  install(FILES ${_linux}/${CHORUS_APP_ID}.metainfo.xml DESTINATION ${CMAKE_INSTALL_DATADIR}/metainfo)
-  install(FILES ${_linux}/${CHORUS_APP_ID}.svg
+  install(FILES ${_linux}/${CHORUS_DESKTOP_ID}.desktop DESTINATION ${CMAKE_INSTALL_DATADIR}/applications)
+  install(FILES ${_linux}/${CHORUS_APPSTREAM_ID}.metainfo.xml DESTINATION ${CMAKE_INSTALL_DATADIR}/metainfo)
+  install(FILES ${_linux}/${CHORUS_DESKTOP_ID}.svg
           DESTINATION ${CMAKE_INSTALL_DATADIR}/icons/hicolor/scalable/apps)
 
   # Fixed-size renders for menus and docks that do not scale SVG. Made at build time from
@@ -37,11 +41,11 @@ if(TARGET chorus AND NOT WIN32)
   if(CHORUS_RSVG_CONVERT)
     set(_pngs)
     foreach(_px 48 128 256)
-      set(_png ${CMAKE_BINARY_DIR}/packaging/icons/${_px}x${_px}/${CHORUS_APP_ID}.png)
+      set(_png ${CMAKE_BINARY_DIR}/packaging/icons/${_px}x${_px}/${CHORUS_DESKTOP_ID}.png)
       add_custom_command(OUTPUT ${_png}
         COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/packaging/icons/${_px}x${_px}
-        COMMAND ${CHORUS_RSVG_CONVERT} -w ${_px} -h ${_px} -o ${_png} ${_linux}/${CHORUS_APP_ID}.svg
-        DEPENDS ${_linux}/${CHORUS_APP_ID}.svg
+        COMMAND ${CHORUS_RSVG_CONVERT} -w ${_px} -h ${_px} -o ${_png} ${_linux}/${CHORUS_DESKTOP_ID}.svg
+        DEPENDS ${_linux}/${CHORUS_DESKTOP_ID}.svg
         COMMENT "Rendering ${_px}x${_px} application icon" VERBATIM)
       list(APPEND _pngs ${_png})
       install(FILES ${_png} DESTINATION ${CMAKE_INSTALL_DATADIR}/icons/hicolor/${_px}x${_px}/apps)
@@ -57,11 +61,11 @@ if(TARGET chorus AND NOT WIN32)
   find_program(CHORUS_APPSTREAMCLI appstreamcli)
   if(CHORUS_TESTS AND CHORUS_DESKTOP_FILE_VALIDATE)
     add_test(NAME packaging.desktop_file
-             COMMAND ${CHORUS_DESKTOP_FILE_VALIDATE} ${_linux}/${CHORUS_APP_ID}.desktop)
+             COMMAND ${CHORUS_DESKTOP_FILE_VALIDATE} ${_linux}/${CHORUS_DESKTOP_ID}.desktop)
   endif()
   if(CHORUS_TESTS AND CHORUS_APPSTREAMCLI)
     add_test(NAME packaging.metainfo
-             COMMAND ${CHORUS_APPSTREAMCLI} validate --no-net ${_linux}/${CHORUS_APP_ID}.metainfo.xml)
+             COMMAND ${CHORUS_APPSTREAMCLI} validate --no-net ${_linux}/${CHORUS_APPSTREAM_ID}.metainfo.xml)
   endif()
 endif()
 
@@ -95,22 +99,11 @@ if(WIN32 AND TARGET chorus)
                     COMMAND_ERROR_IS_FATAL ANY)")
 endif()
 
-# ---- mingw-w64: a self-contained exe ---------------------------------------------------
-if(MINGW)
-  # libstdc++, libgcc and winpthread are linked into the executables (see the toolchain
-  # file), so the installer needs no mingw run-time DLLs.
-  foreach(_exe chorus-cli chorus-bench)
-    if(TARGET ${_exe})
-      target_link_options(${_exe} PRIVATE -static)
-    endif()
-  endforeach()
-endif()
-
 # ---- CPack: common ---------------------------------------------------------------------
 set(CPACK_PACKAGE_NAME chorus)
 set(CPACK_PACKAGE_VENDOR "The Chorus authors")
-set(CPACK_PACKAGE_CONTACT "The Chorus authors <maintainers@chorusapp.org>")
-set(CPACK_PACKAGE_HOMEPAGE_URL "https://chorusapp.org/")
+set(CPACK_PACKAGE_CONTACT "The Chorus authors <chorus@users.noreply.github.com>")
+set(CPACK_PACKAGE_HOMEPAGE_URL "https://github.com/chorus/chorus")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
 # Line breaks are kept: Debian shows the long description as written.
