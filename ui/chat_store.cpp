@@ -30,6 +30,10 @@ static_assert(std::size(kMigrations) == ChatStore::kSchemaVersion);
 
 qint64 nowSecs() { return QDateTime::currentSecsSinceEpoch(); }
 
+// Qt SQL binds a null QString as SQL NULL, which the NOT NULL text columns reject; an
+// empty reply that has not streamed anything yet is "" rather than NULL.
+QString text(const QString& s) { return s.isNull() ? QString("") : s; }
+
 }  // namespace
 
 ChatStore::ChatStore(QObject* parent) : QObject(parent) {
@@ -176,7 +180,7 @@ std::optional<Conversation> ChatStore::reopenLastClosed() {
 qint64 ChatStore::createConversation(const Conversation& c, int position) {
   QSqlQuery q(QSqlDatabase::database(connection_));
   q.prepare("INSERT INTO conversations (title, position, settings, created_at) VALUES (?,?,?,?)");
-  q.addBindValue(c.title);
+  q.addBindValue(text(c.title));
   q.addBindValue(position);
   q.addBindValue(QJsonDocument(c.settings.toJson()).toJson(QJsonDocument::Compact));
   q.addBindValue(nowSecs());
@@ -190,7 +194,7 @@ qint64 ChatStore::createConversation(const Conversation& c, int position) {
 void ChatStore::setTitle(qint64 conversation_id, const QString& title) {
   QSqlQuery q(QSqlDatabase::database(connection_));
   q.prepare("UPDATE conversations SET title = ? WHERE id = ?");
-  q.addBindValue(title);
+  q.addBindValue(text(title));
   q.addBindValue(conversation_id);
   if (!q.exec()) report(tr("rename"), q.lastError().text());
 }
@@ -231,9 +235,9 @@ qint64 ChatStore::addMessage(qint64 conversation_id, int index, const Message& m
   q.addBindValue(conversation_id);
   q.addBindValue(index);
   q.addBindValue(roleName(m.role));
-  q.addBindValue(m.content);
+  q.addBindValue(text(m.content));
   q.addBindValue(stateCode(m.state));
-  q.addBindValue(m.note);
+  q.addBindValue(text(m.note));
   q.addBindValue(nowSecs());
   if (!q.exec()) {
     report(tr("message"), q.lastError().text());
@@ -246,9 +250,9 @@ void ChatStore::updateMessage(const Message& m) {
   pending_.remove(m.id);
   QSqlQuery q(QSqlDatabase::database(connection_));
   q.prepare("UPDATE messages SET content = ?, state = ?, note = ? WHERE id = ?");
-  q.addBindValue(m.content);
+  q.addBindValue(text(m.content));
   q.addBindValue(stateCode(m.state));
-  q.addBindValue(m.note);
+  q.addBindValue(text(m.note));
   q.addBindValue(m.id);
   if (!q.exec()) report(tr("message"), q.lastError().text());
 }
@@ -265,7 +269,7 @@ void ChatStore::flushPending() {
   QSqlQuery q(db);
   q.prepare("UPDATE messages SET content = ? WHERE id = ?");
   for (auto it = pending_.cbegin(); it != pending_.cend(); ++it) {
-    q.addBindValue(it.value());
+    q.addBindValue(text(it.value()));
     q.addBindValue(it.key());
     if (!q.exec()) report(tr("streamed reply"), q.lastError().text());
   }

@@ -5,6 +5,7 @@
 #include <QPushButton>
 #include <QShowEvent>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "ui/chat_input.h"
 #include "ui/chat_settings_dialog.h"
@@ -56,10 +57,17 @@ ChatTab::ChatTab(Conversation conversation, EngineBridge& bridge, ChatStore& sto
   connect(&bridge_, &EngineBridge::requestFinished, this, &ChatTab::onFinished);
   connect(&bridge_, &EngineBridge::requestFailed, this, &ChatTab::onFailed);
   view_->setMessages(conv_.messages);
+  render_timer_.setSingleShot(true);
+  connect(&render_timer_, &QTimer::timeout, this, &ChatTab::renderStreaming);
+  since_render_.start();
   refreshControls();
 }
 
-ChatTab::~ChatTab() { detachRequest(); }
+ChatTab::~ChatTab() {
+  // The window may be half torn down: nobody must hear from a dying tab.
+  blockSignals(true);
+  detachRequest();
+}
 
 void ChatTab::setTitle(const QString& title) {
   const QString t = title.trimmed().isEmpty() ? defaultChatTitle() : title.trimmed();
@@ -194,9 +202,12 @@ void ChatTab::beginEdit(int index) {
   edit_banner_->show();
   input_->setPlainText(conv_.messages[index].content);
   input_->setFocus();
-  connect(input_, &QPlainTextEdit::textChanged, this, [this] {
-    if (input_->toPlainText().isEmpty()) endEdit();
-  }, Qt::UniqueConnection);
+  connect(input_, &QPlainTextEdit::textChanged, this, &ChatTab::endEditIfCleared,
+          Qt::UniqueConnection);
+}
+
+void ChatTab::endEditIfCleared() {
+  if (input_->toPlainText().isEmpty()) endEdit();
 }
 
 void ChatTab::endEdit() {
@@ -209,11 +220,25 @@ void ChatTab::onText(quint64 id, const QString& text) {
   Message& m = conv_.messages[streaming_index_];
   m.content += text;
   store_.updateStreamingContent(m.id, m.content);
-  if (isVisible())
-    view_->updateMessage(streaming_index_, m);
-  else
-    view_stale_ = true;
+  view_stale_ = true;
+  if (isVisible() && !render_timer_.isActive()) {
+    // Re-rendering Markdown costs more as a reply grows; keep it under ~1/3 of the GUI
+    // thread by waiting at least twice as long as the last render took (and >= 16 ms).
+    const qint64 wait_ms = std::max<qint64>(16, 2 * last_render_ms_) - since_render_.elapsed();
+    if (wait_ms <= 0) renderStreaming();
+    else render_timer_.start(int(wait_ms));
+  }
   Q_EMIT textActivity();
+}
+
+void ChatTab::renderStreaming() {
+  if (!view_stale_ || streaming_index_ < 0) return;
+  QElapsedTimer cost;
+  cost.start();
+  view_->updateMessage(streaming_index_, conv_.messages[streaming_index_]);
+  last_render_ms_ = cost.elapsed();
+  since_render_.restart();
+  view_stale_ = false;
 }
 
 void ChatTab::onFailed(quint64 id, const QString& message) {
@@ -238,7 +263,9 @@ void ChatTab::onFinished(quint64 id, FinishReason reason, const RequestStats& st
                  .arg(stats.t_first_token_us / 1000.0, 0, 'f', 0);
   }
   store_.updateMessage(m);
+  render_timer_.stop();
   view_->updateMessage(streaming_index_, m);
+  view_stale_ = false;
   request_ = 0;
   streaming_index_ = -1;
   refreshControls();
@@ -247,9 +274,7 @@ void ChatTab::onFinished(quint64 id, FinishReason reason, const RequestStats& st
 
 void ChatTab::showEvent(QShowEvent* event) {
   QWidget::showEvent(event);
-  if (view_stale_ && streaming_index_ >= 0)
-    view_->updateMessage(streaming_index_, conv_.messages[streaming_index_]);
-  view_stale_ = false;
+  renderStreaming();
 }
 
 void ChatTab::refreshControls() {

@@ -2,6 +2,8 @@
 // One conversation tab: its messages, the input box, and the life of its generation
 // requests. A tab keeps streaming while hidden; it then only updates its model and the
 // store, and re-renders once when it is shown again.
+#include <QElapsedTimer>
+#include <QTimer>
 #include <QWidget>
 
 #include "ui/conversation.h"
@@ -76,6 +78,8 @@ class ChatTab : public QWidget {
   int appendMessage(Message m);
   void refreshControls();
   void endEdit();
+  void renderStreaming();  // draws the streaming reply when it has new text
+  void endEditIfCleared();
 
   Conversation conv_;
   EngineBridge& bridge_;
@@ -84,7 +88,10 @@ class ChatTab : public QWidget {
   RequestId request_ = 0;
   int streaming_index_ = -1;
   int edit_index_ = -1;
-  bool view_stale_ = false;  // hidden tab got text it has not rendered yet
+  bool view_stale_ = false;  // the streaming reply has text not rendered yet
+  QTimer render_timer_;
+  QElapsedTimer since_render_;
+  qint64 last_render_ms_ = 0;
   TabSpeed speed_;
   MessageView* view_;
   ChatInput* input_;

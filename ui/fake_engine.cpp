@@ -74,7 +74,7 @@ std::vector<std::string> FakeEngine::scripted_reply(const Request& request) {
   s << "## Reply\n\nYou asked about *" << topic << "*. Here is what I can say:\n\n"
     << "- first, the short answer\n- second, a detail\n- third, a caveat\n\n"
     << "```cpp\nint answer() {\n  return 42;\n}\n```\n\n";
-  for (int i = 1; i <= 30; ++i)
+  for (int i = 1; i <= 120; ++i)
     s << "Sentence " << i << " keeps the stream going with a few more plain words. ";
   s << "\n\nThat is all.";
   return split_tokens(s.str());

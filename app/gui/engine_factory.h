@@ -1,6 +1,5 @@
 #pragma once
 // Builds the engine the app runs on: the real one for a GGUF model, or the fake one.
-#include <QString>
 #include <memory>
 
 #include "engine/sched/engine_api.h"
@@ -13,7 +12,6 @@ struct EngineChoice {
   bool fake_trace_tokens = false;  // env CHORUS_FAKE_TRACE=1 (crash-recovery test)
 };
 
-// nullptr with *error set when this build cannot make the requested engine.
-std::unique_ptr<EngineApi> makeEngine(const EngineChoice& choice, QString* error);
+std::unique_ptr<EngineApi> makeEngine(const EngineChoice& choice);
 
 }  // namespace chorus::gui

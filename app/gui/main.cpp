@@ -65,8 +65,7 @@ int main(int argc, char** argv) {
   choice.fake = cmd->fake_engine;
   choice.fake_tok_per_s = cmd->fake_tok_per_s;
   choice.fake_trace_tokens = qEnvironmentVariable("CHORUS_FAKE_TRACE") == "1";
-  std::unique_ptr<chorus::EngineApi> engine = chorus::gui::makeEngine(choice, &error);
-  if (!engine) return fail(QObject::tr("Cannot start the engine"), error, demo);
+  std::unique_ptr<chorus::EngineApi> engine = chorus::gui::makeEngine(choice);
 
   chorus::ui::ChatStore store;
   if (!store.open(data_dir, &error)) return fail(QObject::tr("Cannot open the chat database"), error, demo);
