@@ -11,6 +11,7 @@ constexpr int kThreads = 128;
 __global__ void attention_chunk_kernel(const AttentionParams p) {
   __shared__ float q_s[kAttnMaxGroup][kAttnMaxHeadDim];
   __shared__ float score_s[kAttnMaxGroup][kAttnChunkTokens];
+  __shared__ int64_t row_off[kAttnChunkTokens];
 
   const int chunk = blockIdx.x, kvh = blockIdx.y, row = blockIdx.z;
   const int len = p.seq_lens[row];
@@ -26,31 +27,50 @@ __global__ void attention_chunk_kernel(const AttentionParams p) {
   }
   __syncthreads();
 
+  // Element offset of each position's K/V row, resolved once (keeps the table lookup out of
+  // the loops below, whose loads are then independent and pipelined).
   const int32_t* table = p.block_tables + static_cast<int64_t>(row) * p.max_blocks;
-  auto kv_row = [&](const __half* cache, int pos) {
-    const int block = table[pos / p.block_tokens];
-    return cache + ((static_cast<int64_t>(block) * p.n_kv_heads + kvh) * p.block_tokens + pos % p.block_tokens) * hd;
-  };
+  for (int i = threadIdx.x; i < n_pos; i += kThreads) {
+    const int pos = begin + i;
+    row_off[i] = ((static_cast<int64_t>(table[pos / p.block_tokens]) * p.n_kv_heads + kvh) * p.block_tokens +
+                  pos % p.block_tokens) * hd;
+  }
+  __syncthreads();
 
-  // Scores: a warp per position, lanes over dimension pairs, butterfly sums (fixed order).
-  for (int i = warp; i < n_pos; i += kThreads / 32) {
-    const __half2* k = reinterpret_cast<const __half2*>(kv_row(p.k_cache, begin + i));
-    float dot[kAttnMaxGroup];
+  // Scores: a warp per position (4 positions in flight), lanes over dimension pairs,
+  // butterfly sums (fixed order).
+  constexpr int kPosPerIter = 4;
+  for (int i0 = warp * kPosPerIter; i0 < n_pos; i0 += kPosPerIter * (kThreads / 32)) {
+    float dot[kPosPerIter][kAttnMaxGroup];
 #pragma unroll
-    for (int g = 0; g < kAttnMaxGroup; ++g) dot[g] = 0.0f;
+    for (int j = 0; j < kPosPerIter; ++j)
+#pragma unroll
+      for (int g = 0; g < kAttnMaxGroup; ++g) dot[j][g] = 0.0f;
     for (int d2 = lane; d2 < hd / 2; d2 += 32) {
-      const float2 kf = __half22float2(k[d2]);
+      float2 kf[kPosPerIter];
+#pragma unroll
+      for (int j = 0; j < kPosPerIter; ++j) {
+        const int i = min(i0 + j, n_pos - 1);
+        kf[j] = __half22float2(reinterpret_cast<const __half2*>(p.k_cache + row_off[i])[d2]);
+      }
 #pragma unroll
       for (int g = 0; g < kAttnMaxGroup; ++g) {
-        if (g < group) dot[g] += q_s[g][2 * d2] * kf.x + q_s[g][2 * d2 + 1] * kf.y;
+        if (g < group) {
+          const float qx = q_s[g][2 * d2], qy = q_s[g][2 * d2 + 1];
+#pragma unroll
+          for (int j = 0; j < kPosPerIter; ++j) dot[j][g] += qx * kf[j].x + qy * kf[j].y;
+        }
       }
     }
 #pragma unroll
-    for (int g = 0; g < kAttnMaxGroup; ++g) {
-      float v = dot[g];
+    for (int j = 0; j < kPosPerIter; ++j) {
 #pragma unroll
-      for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-      if (lane == 0 && g < group) score_s[g][i] = v;
+      for (int g = 0; g < kAttnMaxGroup; ++g) {
+        float v = dot[j][g];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (lane == 0 && g < group && i0 + j < n_pos) score_s[g][i0 + j] = v;
+      }
     }
   }
   __syncthreads();
@@ -81,8 +101,9 @@ __global__ void attention_chunk_kernel(const AttentionParams p) {
   for (int slot = threadIdx.x; slot < group * hd / 2; slot += kThreads) {
     const int g = slot / (hd / 2), d2 = slot % (hd / 2);
     float ox = 0.0f, oy = 0.0f;
+#pragma unroll 8
     for (int i = 0; i < n_pos; ++i) {
-      const float2 vf = __half22float2(reinterpret_cast<const __half2*>(kv_row(p.v_cache, begin + i))[d2]);
+      const float2 vf = __half22float2(reinterpret_cast<const __half2*>(p.v_cache + row_off[i])[d2]);
       const float e = score_s[g][i];
       ox += e * vf.x;
       oy += e * vf.y;

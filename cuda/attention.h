@@ -12,7 +12,8 @@
 
 namespace chorus::cuda {
 
-inline constexpr int kAttnChunkTokens = 256;
+inline constexpr int kAttnChunkTokens = 64;   // short chunks: more blocks, shorter latency chains
+inline constexpr int kAttnMaxRowsPerLaunch = 128;  // prefill rows go in slices (partials sized for this)
 inline constexpr int kAttnMaxGroup = 8;      // query heads per kv head
 inline constexpr int kAttnMaxHeadDim = 256;
 

@@ -128,8 +128,8 @@ void CudaBackend::allocate_buffers(int64_t kv_tokens) {
   split_stride_ = int64_t{max_batch_} * n_max;
   partials_ = DeviceBuffer<float>(static_cast<size_t>(std::max<int64_t>(16 * split_stride_, max_rows_ * n_max)));
   q_ = DeviceBuffer<float>(static_cast<size_t>(max_rows_) * c.q_dim());
-  attn_o_ = DeviceBuffer<float>(static_cast<size_t>(max_rows_) * c.n_heads * max_chunks_ * c.head_dim);
-  attn_ml_ = DeviceBuffer<float>(static_cast<size_t>(max_rows_) * c.n_heads * max_chunks_ * 2);
+  attn_o_ = DeviceBuffer<float>(static_cast<size_t>(std::min(max_rows_, kAttnMaxRowsPerLaunch)) * c.n_heads * max_chunks_ * c.head_dim);
+  attn_ml_ = DeviceBuffer<float>(static_cast<size_t>(std::min(max_rows_, kAttnMaxRowsPerLaunch)) * c.n_heads * max_chunks_ * 2);
   logits_ = DeviceBuffer<float>(static_cast<size_t>(max_batch_) * c.n_vocab);
   sample_work_ = DeviceBuffer<float>(static_cast<size_t>(max_batch_) * c.n_vocab);
   int64_t max_w = 0;

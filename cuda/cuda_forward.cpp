@@ -145,8 +145,15 @@ void CudaBackend::enqueue_layers(int32_t n_rows, int32_t grid_chunks) {
     ap.part_ml = attn_ml_.get();
     ap.out = h_.get();
     ap.out_stride = h_stride_;
-    ap.n_rows = n_rows;
-    launch_attention(ap, s);
+    for (int32_t r0 = 0; r0 < n_rows; r0 += kAttnMaxRowsPerLaunch) {
+      AttentionParams slice = ap;
+      slice.q = ap.q + static_cast<int64_t>(r0) * c.q_dim();
+      slice.block_tables = ap.block_tables + static_cast<int64_t>(r0) * max_blocks_;
+      slice.seq_lens = ap.seq_lens + r0;
+      slice.out = ap.out + static_cast<int64_t>(r0) * h_stride_;
+      slice.n_rows = std::min(kAttnMaxRowsPerLaunch, n_rows - r0);
+      launch_attention(slice, s);
+    }
 
     const DeviceMatrix* wo[1] = {&L.wo};
     enqueue_matmul(wo, 1, h_.get(), n_rows, splits(splits_o_), c.n_embd);

@@ -60,7 +60,10 @@ if has bench; then
 fi
 
 if has enginebench; then
-  for m in l1b l8b; do
+  # The engine needs a tokenizer; chorus-cuda-synth files have none, so try the engine's own
+  # synthetic model path when present and the peer tiny model.
+  cp "$CARRY/peer/logits/tiny-llama-q4_k_m.gguf" /tmp/tiny.gguf
+  for m in tiny; do
     timeout 200 "$BIN/chorus-bench" run --model /tmp/$m.gguf --backend cuda --parallel 1,2,4,8,16,32 2>&1 \
       | tee "$OUT/enginebench_$m.txt" | tail -n 12
   done
@@ -69,7 +72,7 @@ fi
 echo "==== summary ===="
 for k in "${!R[@]}"; do echo "test $k: rc=${R[$k]}"; done
 grep -h "cosine" "$OUT/test_backend.log" 2>/dev/null
-for m in l1b l8b; do
+for m in l1b l8b tiny; do
   [ -f "$OUT/bench_$m.txt" ] && { echo "-- $m (chorus-cuda-bench)"; grep -E "^[0-9]+ |prefill|batch-inv" "$OUT/bench_$m.txt"; }
   [ -f "$OUT/enginebench_$m.txt" ] && { echo "-- $m (chorus-bench run)"; grep -E "batch-invariant" "$OUT/enginebench_$m.txt"; }
 done

@@ -12,6 +12,9 @@
 #include <vector>
 
 #include "cuda/cuda_backend.h"
+#include "cuda/device_memory.h"
+#include "cuda/gemv.h"
+#include "engine/model/model_file.h"
 
 using namespace chorus;
 
@@ -64,6 +67,51 @@ Gen generate(Backend& b, const std::vector<std::vector<int32_t>>& prompts, const
   return g;
 }
 
+// Kernel-level GEMV timing on the model's own matrices: median of 50 graph-free launches
+// after warm-up, with the matrix bytes over the time as effective bandwidth.
+void time_gemv(const std::string& path) {
+  auto mf = ModelFile::open(path);
+  if (!mf) return;
+  const LayerWeights& l = (*mf)->weights.layers[0];
+  const TensorView* mats[] = {&l.wq, &l.wv, &l.w_gate, &l.w_down, &(*mf)->weights.output};
+  cudaStream_t s = nullptr;
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  std::printf("%-22s %5s %7s %4s %3s %9s %9s\n", "matrix", "type", "rows", "M", "S", "us", "GB/s");
+  for (const TensorView* t : mats) {
+    const cuda::DeviceMatrix m = cuda::upload_matrix(*t);
+    const int64_t kpad = int64_t{m.n_tiles} * 256;
+    cuda::DeviceBuffer<__half> x(static_cast<size_t>(32 * kpad));
+    cudaMemset(x.get(), 0x3c, x.size_bytes());  // 1.0-ish halves (0x3c3c)
+    const int32_t splits = t == mats[4] ? 1 : cuda::gemv_choose_splits(m.n_rows, m.n_tiles, 132);
+    cuda::DeviceBuffer<float> out(static_cast<size_t>(splits) * 32 * m.n_rows);
+    for (int mm : {1, 8, 32}) {
+      cuda::GemvParams p;
+      p.w[0] = m.ptr(); p.n_rows[0] = static_cast<int32_t>(m.n_rows); p.n_mats = 1;
+      p.n_tiles = m.n_tiles; p.record_bytes = m.record_bytes; p.k_elems = static_cast<int32_t>(m.n_cols);
+      p.x = x.get(); p.x_stride = static_cast<int32_t>(kpad); p.n_seqs = mm;
+      p.out = out.get(); p.out_stride = static_cast<int32_t>(m.n_rows); p.split_stride = int64_t{32} * m.n_rows;
+      p.n_splits = splits; p.tiles_per_split = (m.n_tiles + splits - 1) / splits;
+      std::vector<float> ts;
+      for (int rep = 0; rep < 60; ++rep) {
+        cudaEventRecord(e0, s);
+        cuda::launch_gemv(m.type, p, s);
+        cudaEventRecord(e1, s);
+        cudaEventSynchronize(e1);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, e0, e1);
+        if (rep >= 10) ts.push_back(ms);
+      }
+      std::sort(ts.begin(), ts.end());
+      const double us = 1e3 * ts[ts.size() / 2];
+      std::printf("%-22s %5s %7lld %4d %3d %9.1f %9.0f\n", t->name.c_str(),
+                  tensor_type_name(static_cast<uint32_t>(m.type)).c_str(), static_cast<long long>(m.n_rows), mm,
+                  splits, us, m.data.size_bytes() / us / 1e3);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,6 +133,7 @@ int main(int argc, char** argv) {
   if (!b) { std::fprintf(stderr, "%s\n", b.message().c_str()); return 1; }
   std::printf("loaded %s on %s in %.1f s (weights %.0f MiB)\n", argv[1], (*b)->device_name().c_str(), now_s() - tl,
               (*b)->memory().weights_bytes / 1048576.0);
+  time_gemv(argv[1]);
   std::mt19937 rng(2024);
   std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(max_n), std::vector<int32_t>(kPrompt));
   for (auto& p : prompts) for (auto& t : p) t = static_cast<int32_t>(rng() % static_cast<uint32_t>((*b)->config().n_vocab));
