@@ -24,7 +24,7 @@ struct RenderOptions {
   // Local wall-clock time for strftime_now(); empty means the system clock. Tests pin it.
   std::function<std::tm()> clock;
   size_t max_output_bytes = size_t{16} << 20;  // also caps any single string or list built
-  int64_t max_steps = 20'000'000;              // expression/statement evaluations
+  int64_t max_steps = 5'000'000;               // expression/statement evaluations
   int max_depth = 400;                         // nested evaluation incl. macro calls
 };
 

@@ -87,19 +87,24 @@ Result<Flow> Interpreter::exec_if(const Node& node, const ScopePtr& scope) {
 namespace {
 
 Value make_loop_object(const std::vector<Value>& items, size_t i) {
-  const size_t n = items.size();
+  const auto n = static_cast<int64_t>(items.size());
+  const auto k = static_cast<int64_t>(i);
   Value loop = Value::dict();
-  loop.dict_set("index", Value::integer(static_cast<int64_t>(i + 1)));
-  loop.dict_set("index0", Value::integer(static_cast<int64_t>(i)));
-  loop.dict_set("revindex", Value::integer(static_cast<int64_t>(n - i)));
-  loop.dict_set("revindex0", Value::integer(static_cast<int64_t>(n - i - 1)));
-  loop.dict_set("first", Value::boolean(i == 0));
-  loop.dict_set("last", Value::boolean(i + 1 == n));
-  loop.dict_set("length", Value::integer(static_cast<int64_t>(n)));
-  loop.dict_set("depth", Value::integer(1));
-  loop.dict_set("depth0", Value::integer(0));
-  if (i > 0) loop.dict_set("previtem", items[i - 1]);
-  if (i + 1 < n) loop.dict_set("nextitem", items[i + 1]);
+  DictData& d = loop.mutable_dict();
+  d.entries.reserve(12);
+  // Keys are distinct by construction, so append without the duplicate scan: this runs
+  // once per iteration of every loop.
+  d.append_new(Value::string("index"), Value::integer(k + 1));
+  d.append_new(Value::string("index0"), Value::integer(k));
+  d.append_new(Value::string("revindex"), Value::integer(n - k));
+  d.append_new(Value::string("revindex0"), Value::integer(n - k - 1));
+  d.append_new(Value::string("first"), Value::boolean(k == 0));
+  d.append_new(Value::string("last"), Value::boolean(k + 1 == n));
+  d.append_new(Value::string("length"), Value::integer(n));
+  d.append_new(Value::string("depth"), Value::integer(1));
+  d.append_new(Value::string("depth0"), Value::integer(0));
+  if (k > 0) d.append_new(Value::string("previtem"), items[i - 1]);
+  if (k + 1 < n) d.append_new(Value::string("nextitem"), items[i + 1]);
   return loop;
 }
 
@@ -139,7 +144,7 @@ Result<Flow> Interpreter::exec_for(const Node& node, const ScopePtr& scope) {
     CHORUS_TRY(step());
     auto iteration = std::make_shared<Scope>(scope);
     Value loop = make_loop_object(items, i);
-    loop.dict_set("cycle", Value::callable(std::make_shared<LoopCycle>(i)));
+    loop.mutable_dict().append_new(Value::string("cycle"), Value::callable(std::make_shared<LoopCycle>(i)));
     iteration->set("loop", std::move(loop));
     CHORUS_TRY(assign(node.target, items[i], iteration));
     EVAL_TRY(flow, exec_body(node.body, iteration));

@@ -37,6 +37,10 @@ void DictData::set(Value key, Value value) {
   entries.emplace_back(std::move(key), std::move(value));
 }
 
+void DictData::append_new(Value key, Value value) {
+  entries.emplace_back(std::move(key), std::move(value));
+}
+
 Value Value::undefined(std::string hint) {
   Value v;
   v.str_ = std::move(hint);

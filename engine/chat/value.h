@@ -39,6 +39,8 @@ struct DictData {
   const Value* find(const Value& key) const;
   const Value* find(std::string_view key) const;
   void set(Value key, Value value);
+  // For builders that know `key` is new: skips the duplicate scan.
+  void append_new(Value key, Value value);
 };
 
 class Callable {
