@@ -3,6 +3,13 @@
 #include <algorithm>
 
 namespace chorus::tok {
+namespace {
+
+bool is_ascii_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+}  // namespace
 
 SpecialSplitter::SpecialSplitter(const Vocab& vocab) {
   for (int32_t id = 0; id < vocab.n_tokens(); ++id) {
@@ -10,7 +17,7 @@ SpecialSplitter::SpecialSplitter(const Vocab& vocab) {
     if (t != TokenType::Control && t != TokenType::UserDefined && t != TokenType::Unknown) continue;
     if (vocab.text(id).empty()) continue;
     const bool user = t == TokenType::UserDefined && !vocab.is_reserved(id);
-    entries_.push_back({vocab.text(id), id, user});
+    entries_.push_back({vocab.text(id), id, user, vocab.strips_whitespace_after(id)});
   }
   for (uint32_t i = 0; i < entries_.size(); ++i) {
     by_first_byte_[static_cast<uint8_t>(entries_[i].text[0])].push_back(i);
@@ -49,6 +56,9 @@ void SpecialSplitter::split(std::string_view text, SpecialParsing mode,
     if (pos > start) out.push_back({text.substr(start, pos - start), -1});
     out.push_back({{}, e->id});
     pos += e->text.size();
+    if (e->rstrip) {
+      while (pos < text.size() && is_ascii_space(text[pos])) ++pos;
+    }
     start = pos;
   }
   if (start < text.size()) out.push_back({text.substr(start), -1});

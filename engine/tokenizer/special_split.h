@@ -29,6 +29,7 @@ class SpecialSplitter {
     std::string text;
     int32_t id;
     bool in_user_text;  // matched with SpecialParsing::Off too (non-reserved user-defined)
+    bool rstrip;        // drop the whitespace that follows a match
   };
   const Entry* match_at(std::string_view rest, SpecialParsing mode) const;
 

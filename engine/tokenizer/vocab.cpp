@@ -1,5 +1,7 @@
 #include "engine/tokenizer/vocab.h"
 
+#include <cctype>
+
 #include "engine/gguf/gguf_reader.h"
 
 namespace chorus::tok {
@@ -71,6 +73,7 @@ Result<VocabData> read_vocab_data(const gguf::Reader& r) {
   if (!model) return model.error();
   d.model = *model;
   d.pre = r.get_string_or(key("pre"), "default");
+  d.general_name = r.get_string_or("general.name", "");
   if (d.pre.empty()) d.pre = "default";
   CHORUS_TRY(read_arrays(r, d));
   d.bos_id = read_id(r, "bos_token_id");
@@ -121,6 +124,7 @@ Result<Vocab> Vocab::build(VocabData data) {
   v.add_eos_ = d.add_eos.value_or(false);
   v.add_space_prefix_ = d.add_space_prefix.value_or(spm);
   v.index_end_of_generation();
+  v.apply_model_quirks();
   return v;
 }
 
@@ -147,6 +151,20 @@ void Vocab::index_end_of_generation() {
     if ((t == TokenType::Control || t == TokenType::UserDefined) && is_end_token_text(d_.tokens[i])) {
       eog_[i] = true;
     }
+  }
+}
+
+void Vocab::apply_model_quirks() {
+  rstrip_.assign(d_.tokens.size(), false);
+  std::string name = d_.general_name;
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (name.find("phi-3") == std::string::npos && name.find("phi3") == std::string::npos) return;
+  // Phi-3's tokenizer declares rstrip on its added tokens except <unk>, <s>, <|endoftext|>.
+  for (size_t i = 0; i < d_.tokens.size(); ++i) {
+    const TokenType t = types_[i];
+    const std::string& text = d_.tokens[i];
+    const bool special = t == TokenType::Control || t == TokenType::UserDefined || t == TokenType::Unknown;
+    rstrip_[i] = special && text != "<unk>" && text != "<s>" && text != "<|endoftext|>";
   }
 }
 

@@ -40,6 +40,7 @@ struct VocabData {
   std::vector<std::string> merges;   // BPE merges "left right", highest priority first
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1, eot_id = -1, eom_id = -1;
   std::optional<bool> add_bos, add_eos, add_space_prefix;  // nullopt: the model's default
+  std::string general_name;          // general.name; selects per-model special-token quirks
 };
 
 // Reads the `tokenizer.ggml.*` keys. Errors name the file and the key.
@@ -71,17 +72,22 @@ class Vocab {
   bool is_end_of_generation(int32_t id) const { return valid_id(id) && eog_[static_cast<size_t>(id)]; }
   // BOS, EOS, EOT, EOM, padding or end-of-generation: never produced from user text.
   bool is_reserved(int32_t id) const;
+  // Whitespace after this special token is dropped when it is matched in text (Phi-3's
+  // added tokens are declared so upstream; GGUF does not carry the flag).
+  bool strips_whitespace_after(int32_t id) const { return valid_id(id) && rstrip_[static_cast<size_t>(id)]; }
 
  private:
   VocabData d_;
   VocabModel model_ = VocabModel::BytePairBpe;
   std::vector<TokenType> types_;
   std::vector<bool> eog_;
+  std::vector<bool> rstrip_;
   TextToId text_to_id_;  // first id wins for duplicate texts
   bool add_bos_ = false, add_eos_ = false, add_space_prefix_ = false;
 
   Status validate_ids() const;
   void index_end_of_generation();
+  void apply_model_quirks();
 };
 
 }  // namespace chorus::tok

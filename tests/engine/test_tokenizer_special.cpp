@@ -137,6 +137,10 @@ TEST(TokenizerSpecial, Phi3ControlTokensAndSpacePrefix) {
   EXPECT_EQ(on.back(), end);
   EXPECT_TRUE(tok->is_end_of_generation(end));
   EXPECT_TRUE(tok->is_end_of_generation(tok->eos_id()));
+  // Phi-3 drops whitespace after its added tokens, then prefixes the text with a space, as
+  // Hugging Face and llama.cpp do: "<|user|>\nHi" == "<|user|>Hi".
+  EXPECT_EQ(on, tok->encode("<|user|>Hi<|end|>", SpecialParsing::On));
+  EXPECT_EQ(on[1], tok->encode("Hi")[0]);
   EXPECT_TRUE(tok->add_bos());
   EXPECT_EQ(tok->bos_id(), 1);
 }
