@@ -89,6 +89,7 @@ uint64_t FakeBackend::kv_digest(const SeqState& seq, int32_t n_positions) const 
 }
 
 Status FakeBackend::check_failure(const FakeCall& call) const {
+  if (opt_.on_call) opt_.on_call(call);
   if (opt_.fail_if && opt_.fail_if(call)) {
     return make_error("fake backend: injected failure at call " + std::to_string(call.index));
   }

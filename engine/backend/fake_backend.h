@@ -47,6 +47,9 @@ struct FakeBackendOptions {
   std::shared_ptr<FakeCallLog> log;                    // null: record nothing
   // Failure injection: a call for which this returns true fails with an Error.
   std::function<bool(const FakeCall&)> fail_if;
+  // Runs first in every call, on the engine thread: lets a test hold a step until it has
+  // done something (e.g. cancelled), to order events without timing assumptions.
+  std::function<void(const FakeCall&)> on_call;
 };
 
 class FakeBackend final : public Backend {

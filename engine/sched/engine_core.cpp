@@ -1,6 +1,7 @@
 #include "engine/sched/engine_core.h"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <exception>
 
@@ -261,6 +262,8 @@ void EngineCore::on_token(RequestState& r, int32_t token, int64_t now_us) {
     return;
   }
   const Sequence* s = scheduler_.find(static_cast<int64_t>(r.id));
+  assert(s && "a live request always has its sequence");
+  if (!s) return;
   if (r.t_first_token_us < 0) r.t_first_token_us = now_us;
   r.t_last_token_us = now_us;
   r.stats.n_generated_tokens = s->n_generated();

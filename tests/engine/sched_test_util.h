@@ -69,6 +69,13 @@ class Collector {
       return it != outcomes_.end() && (it->second.tokens.size() >= n || it->second.reason);
     });
   }
+  bool wait_done(RequestId id, std::chrono::seconds timeout = std::chrono::seconds(60)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] {
+      auto it = outcomes_.find(id);
+      return it != outcomes_.end() && it->second.reason.has_value();
+    });
+  }
   Outcome get(RequestId id) {
     std::lock_guard<std::mutex> lock(mu_);
     return outcomes_[id];
@@ -137,6 +144,7 @@ inline Outcome run_solo(const FakeEngineSetup& setup, const Request& request) {
   FakeEngineSetup s = setup;
   s.backend.log = nullptr;
   s.backend.fail_if = nullptr;
+  s.backend.on_call = nullptr;
   s.backend.decode_delay = {};
   s.backend.prefill_delay_per_token = {};
   s.on_step = nullptr;

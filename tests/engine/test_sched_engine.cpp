@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "tests/engine/sched_test_util.h"
@@ -75,6 +77,7 @@ TEST(SchedEngine, RequestsJoinAndLeaveMidFlight) {
 
 TEST(SchedEngine, CancelEndsTheRequestAndFreesItsBlocks) {
   FakeEngineSetup setup;
+  setup.backend.decode_delay = std::chrono::microseconds(100);  // context full is far away
   auto engine = make_fake_engine(setup);
   Collector c;
   Request r = make_request(0, 8, 0);  // no max: only cancel or the context ends it
@@ -92,32 +95,63 @@ TEST(SchedEngine, CancelEndsTheRequestAndFreesItsBlocks) {
   EXPECT_EQ(c.n_finished(), 2);
 }
 
-TEST(SchedEngine, CancelBeforeTheFirstStep) {
-  FakeEngineSetup setup;
+TEST(SchedEngine, CancelTakesEffectAtTheNextStep) {
+  // The first prompt chunk is held inside the backend until the test has cancelled, so
+  // the cancel is known to arrive during that step.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool cancelled = false, in_first_chunk = false;
+  std::shared_ptr<FakeCallLog> log;
+  FakeEngineSetup setup = logged_setup(log);
+  setup.backend.on_call = [&](const FakeCall& call) {
+    if (call.index != 0) return;
+    std::unique_lock<std::mutex> lock(mu);
+    in_first_chunk = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return cancelled; });
+  };
   auto engine = make_fake_engine(setup);
   Collector c;
   const RequestId id = engine->submit(make_request(0, 3000, 10), c.callbacks());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return in_first_chunk; });
+  }
   engine->cancel(id);
-  ASSERT_TRUE(c.wait_finished(1));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    cancelled = true;
+  }
+  cv.notify_all();
+  ASSERT_TRUE(c.wait_done(id));
   EXPECT_EQ(c.get(id).reason, FinishReason::Cancelled);
+  engine->wait_idle();
+  EXPECT_EQ(log->size(), 1u);  // no step ran for it after the one in flight
+  EXPECT_EQ(engine->stats().kv_blocks_used, 0);
 }
 
 TEST(SchedEngine, LongPromptDoesNotStallRunningStreams) {
   std::shared_ptr<FakeCallLog> log;
   FakeEngineSetup setup = logged_setup(log);
   setup.backend.kv.n_blocks = 4096;
+  setup.backend.decode_delay = std::chrono::microseconds(100);
   auto engine = make_fake_engine(setup);
   Collector c;
+  // The streams have no token limit: they run until cancelled (or the context is full).
   std::vector<RequestId> streams;
-  for (int i = 0; i < 3; ++i) streams.push_back(engine->submit(make_request(i, 16, 400), c.callbacks()));
+  for (int i = 0; i < 3; ++i) streams.push_back(engine->submit(make_request(i, 16, 0), c.callbacks()));
   for (RequestId id : streams) ASSERT_TRUE(c.wait_tokens(id, 2));
   const RequestId big = engine->submit(make_request(9, 2000, 5), c.callbacks());
-  ASSERT_TRUE(c.wait_finished(1));
+  ASSERT_TRUE(c.wait_done(big));
   EXPECT_EQ(c.get(big).reason, FinishReason::MaxTokens);
+  for (RequestId id : streams) engine->cancel(id);
+  ASSERT_TRUE(c.wait_finished(4));
   // Between two consecutive decode steps of each running stream, at most one prefill chunk,
   // and no chunk longer than 256 tokens.
   const auto calls = log->snapshot();
-  int big_chunks = 0;
+  const auto has = [](const FakeCall& call, RequestId id) {
+    return std::count(call.seq_ids.begin(), call.seq_ids.end(), static_cast<int64_t>(id)) > 0;
+  };
   for (RequestId s : streams) {
     int chunks_since_decode = 0;
     bool seen_decode = false;
@@ -125,19 +159,23 @@ TEST(SchedEngine, LongPromptDoesNotStallRunningStreams) {
       if (call.kind == FakeCall::Kind::Prefill) {
         EXPECT_LE(call.n_tokens, 256);
         if (seen_decode) ++chunks_since_decode;
-      } else if (std::count(call.seq_ids.begin(), call.seq_ids.end(), static_cast<int64_t>(s))) {
+      } else if (has(call, s)) {
         EXPECT_LE(chunks_since_decode, 1) << "stream " << s << " stalled at call " << call.index;
         chunks_since_decode = 0;
         seen_decode = true;
       }
     }
   }
+  int big_chunks = 0, stream_decodes_during_prefill = 0;
   for (const FakeCall& call : calls) {
-    if (call.kind == FakeCall::Kind::Prefill && call.seq_ids[0] == static_cast<int64_t>(big)) ++big_chunks;
+    if (call.kind == FakeCall::Kind::Prefill && has(call, big)) ++big_chunks;
+    if (call.kind == FakeCall::Kind::Decode && big_chunks > 0 && big_chunks < 8 &&
+        has(call, streams[0])) {
+      ++stream_decodes_during_prefill;
+    }
   }
   EXPECT_EQ(big_chunks, 8);  // 2000 = 7 * 256 + 208
-  for (RequestId id : streams) engine->cancel(id);
-  ASSERT_TRUE(c.wait_finished(4));
+  EXPECT_GE(stream_decodes_during_prefill, 7);  // the streams kept going throughout
 }
 
 TEST(SchedEngine, KvExhaustionMakesRequestsWaitAndPreemptionRecomputesExactly) {
@@ -359,6 +397,7 @@ TEST(SchedEngine, NoModelLoadedIsAnError) {
 
 TEST(SchedEngine, LoadModelCancelsRunningRequestsAndSwapsBackends) {
   FakeEngineSetup setup;
+  setup.backend.decode_delay = std::chrono::microseconds(100);  // context full is far away
   auto engine = make_fake_engine(setup);
   Collector c;
   const RequestId old = engine->submit(make_request(0, 8, 0), c.callbacks());
@@ -405,6 +444,8 @@ TEST(SchedEngine, DestructorCancelsRemainingRequests) {
 
 TEST(SchedEngine, StatsAddUp) {
   std::mutex mu;
+  std::condition_variable cv;
+  bool paused = false, resume = false;
   std::vector<StepRecord> steps;
   FakeEngineSetup setup;
   setup.backend.decode_delay = std::chrono::microseconds(300);
@@ -412,12 +453,30 @@ TEST(SchedEngine, StatsAddUp) {
     std::lock_guard<std::mutex> lock(mu);
     steps.push_back(r);
   };
+  // Hold the 30th backend call (all four requests decoding) while the test reads stats.
+  setup.backend.on_call = [&](const FakeCall& call) {
+    if (call.index != 30) return;
+    std::unique_lock<std::mutex> lock(mu);
+    paused = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return resume; });
+  };
   auto engine = make_fake_engine(setup);
   Collector c;
   std::vector<RequestId> ids;
   for (int i = 0; i < 4; ++i) ids.push_back(engine->submit(make_request(i, 300, 40), c.callbacks()));
-  ASSERT_TRUE(c.wait_tokens(ids[0], 20));
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return paused; });
+  }
   const StatsSnapshot mid = engine->stats();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    resume = true;
+  }
+  cv.notify_all();
+  EXPECT_EQ(mid.n_running, 4);
+  EXPECT_EQ(mid.current_batch, 4);
   EXPECT_TRUE(mid.model_loaded);
   EXPECT_EQ(mid.backend_name, "fake");
   EXPECT_GT(mid.kv_blocks_used, 0);

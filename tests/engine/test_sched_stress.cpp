@@ -127,7 +127,9 @@ TEST(SchedStress, ConcurrentSubmitCancelReload) {
   const auto duration = std::chrono::duration<double>(stress_seconds());
   const auto deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(duration);
   std::atomic<bool> hung{false};
-  std::atomic<bool> done{false};
+  std::mutex done_mu;
+  std::condition_variable done_cv;
+  bool done = false;
   std::vector<Worker> workers(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
@@ -136,7 +138,12 @@ TEST(SchedStress, ConcurrentSubmitCancelReload) {
   std::thread observer([&] {
     int64_t n = 0;
     bool reloaded = false;
-    while (!done.load()) {
+    // Polls stats about once a millisecond until the workers are done.
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(done_mu);
+        if (done_cv.wait_for(lock, std::chrono::milliseconds(1), [&] { return done; })) break;
+      }
       const StatsSnapshot s = engine->stats();
       EXPECT_LE(s.kv_blocks_used, s.kv_blocks_total);
       EXPECT_LE(s.current_batch, 32);
@@ -147,12 +154,15 @@ TEST(SchedStress, ConcurrentSubmitCancelReload) {
         EXPECT_TRUE(engine->load_model(load).ok());
         reloaded = true;
       }
-      std::this_thread::yield();
     }
     EXPECT_GT(n, 0);
   });
   for (auto& th : threads) th.join();
-  done = true;
+  {
+    std::lock_guard<std::mutex> lock(done_mu);
+    done = true;
+  }
+  done_cv.notify_all();
   observer.join();
   ASSERT_FALSE(hung.load()) << "requests stopped finishing (deadlock?)";
   engine->wait_idle();
