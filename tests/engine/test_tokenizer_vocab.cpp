@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -120,6 +121,30 @@ TEST_P(VocabVectors, DecodeRoundTrips) {
     const auto ids = tok->encode(s);
     EXPECT_EQ(tok->decode(ids), s) << GetParam() << ": \"" << printable(s) << "\"";
   }
+}
+
+// The default model's vocabulary (SmolLM2, pre "smollm"), when a model file is provided via
+// CHORUS_SMOLLM_GGUF; ids are those of the Hugging Face tokenizer.
+TEST(SmolLM2Vocab, MatchesHuggingFaceIds) {
+  const char* path = std::getenv("CHORUS_SMOLLM_GGUF");
+  if (!path) GTEST_SKIP() << "set CHORUS_SMOLLM_GGUF to a SmolLM2 GGUF to run";
+  auto reader = gguf::Reader::open(path);
+  ASSERT_TRUE(reader.ok()) << reader.message();
+  auto tok = Tokenizer::from_gguf(*reader);
+  ASSERT_TRUE(tok.ok()) << tok.message();
+  const auto& t = **tok;
+  EXPECT_EQ(t.pre_name(), "smollm");
+  EXPECT_EQ(t.encode("Hello, we can use"), (std::vector<int32_t>{19556, 28, 392, 416, 722}));
+  EXPECT_EQ(t.encode("Hello world! 123"), (std::vector<int32_t>{19556, 905, 17, 216, 33, 34, 35}));
+  EXPECT_EQ(t.encode("Caf\xC3\xA9 d\xC3\xA9j\xC3\xA0 vu."),
+            (std::vector<int32_t>{51, 1939, 2756, 32564, 90, 16739, 386, 101, 30}));
+  EXPECT_EQ(t.encode("  multiple   spaces"), (std::vector<int32_t>{216, 2701, 256, 5600}));
+  EXPECT_EQ(t.encode("\n"), (std::vector<int32_t>{198}));
+  const auto chat = t.encode("<|im_start|>user\nHi<|im_end|>\n", SpecialParsing::On);
+  EXPECT_EQ(chat.front(), 1);
+  EXPECT_TRUE(std::find(chat.begin(), chat.end(), 2) != chat.end());
+  EXPECT_TRUE(t.is_end_of_generation(2));
+  EXPECT_FALSE(t.add_bos());
 }
 
 TEST(VocabVectorsPresent, PeerDirectoryHasVocabularies) {
