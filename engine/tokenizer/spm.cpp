@@ -95,15 +95,24 @@ void SpmModel::encode(std::string_view text, std::vector<int32_t>& out) const {
     if (idx > 0) symbols[idx - 1].next = idx;
     pos += n;
   }
-  std::priority_queue<Candidate, std::vector<Candidate>, WorseFirst> heap;
-  auto consider = [&](int32_t l, int32_t r) {
-    if (l < 0 || r < 0) return;
+  // The initial pairs are heapified at once (O(n)); later ones are pushed as merges happen.
+  std::vector<Candidate> initial;
+  initial.reserve(symbols.size());
+  auto candidate = [&](int32_t l, int32_t r, std::vector<Candidate>& dst) {
     const uint32_t n = symbols[l].n_bytes + symbols[r].n_bytes;
     if (const Piece* p = find_piece(text.substr(symbols[l].offset, n))) {
-      heap.push({p->score, l, r, n, p->id});
+      dst.push_back({p->score, l, r, n, p->id});
     }
   };
-  for (int32_t i = 0; i + 1 < static_cast<int32_t>(symbols.size()); ++i) consider(i, i + 1);
+  for (int32_t i = 0; i + 1 < static_cast<int32_t>(symbols.size()); ++i) candidate(i, i + 1, initial);
+  std::priority_queue<Candidate, std::vector<Candidate>, WorseFirst> heap(WorseFirst{}, std::move(initial));
+  std::vector<Candidate> one;
+  auto consider = [&](int32_t l, int32_t r) {
+    if (l < 0 || r < 0) return;
+    one.clear();
+    candidate(l, r, one);
+    if (!one.empty()) heap.push(one[0]);
+  };
   while (!heap.empty()) {
     const Candidate c = heap.top();
     heap.pop();
