@@ -123,11 +123,10 @@ TEST_P(VocabVectors, DecodeRoundTrips) {
   }
 }
 
-// The default model's vocabulary (SmolLM2, pre "smollm"), when a model file is provided via
-// CHORUS_SMOLLM_GGUF; ids are those of the Hugging Face tokenizer.
+// The default model's vocabulary (SmolLM2, pre "smollm"), as scripts/fetch_model.sh installs
+// it; ids are those of the Hugging Face tokenizer.
 TEST(SmolLM2Vocab, MatchesHuggingFaceIds) {
-  const char* path = std::getenv("CHORUS_SMOLLM_GGUF");
-  if (!path) GTEST_SKIP() << "set CHORUS_SMOLLM_GGUF to a SmolLM2 GGUF to run";
+  const std::string path = chorus::test::default_model_path().string();
   auto reader = gguf::Reader::open(path);
   ASSERT_TRUE(reader.ok()) << reader.message();
   auto tok = Tokenizer::from_gguf(*reader);
