@@ -2,6 +2,7 @@
 
 #include <QDateTime>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QJsonDocument>
 #include <QSqlDatabase>
 #include <QSqlError>
@@ -264,6 +265,8 @@ void ChatStore::updateStreamingContent(qint64 message_id, const QString& content
 
 void ChatStore::flushPending() {
   if (pending_.isEmpty() || !isOpen()) return;
+  QElapsedTimer cost;
+  cost.start();
   QSqlDatabase db = QSqlDatabase::database(connection_);
   db.transaction();
   QSqlQuery q(db);
@@ -274,6 +277,8 @@ void ChatStore::flushPending() {
     if (!q.exec()) report(tr("streamed reply"), q.lastError().text());
   }
   db.commit();
+  if (cost.elapsed() > 50)  // a slow disk stalls the GUI thread: say so in the log
+    qWarning("chorus: writing %d streamed replies took %lld ms", int(pending_.size()), cost.elapsed());
   pending_.clear();
 }
 

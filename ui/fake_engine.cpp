@@ -63,7 +63,8 @@ Status FakeEngine::load_model(const LoadOptions& options) {
   return Ok{};
 }
 
-std::vector<std::string> FakeEngine::scripted_reply(const Request& request) {
+std::vector<std::string> FakeEngine::scripted_reply(const Request& request,
+                                                    int32_t filler_sentences) {
   std::string last_user;
   for (const ChatMessage& m : request.messages)
     if (m.role == "user") last_user = m.content;
@@ -74,7 +75,7 @@ std::vector<std::string> FakeEngine::scripted_reply(const Request& request) {
   s << "## Reply\n\nYou asked about *" << topic << "*. Here is what I can say:\n\n"
     << "- first, the short answer\n- second, a detail\n- third, a caveat\n\n"
     << "```cpp\nint answer() {\n  return 42;\n}\n```\n\n";
-  for (int i = 1; i <= 120; ++i)
+  for (int i = 1; i <= filler_sentences; ++i)
     s << "Sentence " << i << " keeps the stream going with a few more plain words. ";
   s << "\n\nThat is all.";
   return split_tokens(s.str());
@@ -82,7 +83,7 @@ std::vector<std::string> FakeEngine::scripted_reply(const Request& request) {
 
 RequestId FakeEngine::submit(Request request, RequestCallbacks callbacks) {
   Active a;
-  a.tokens = scripted_reply(request);
+  a.tokens = scripted_reply(request, options_.filler_sentences);
   a.max_tokens = request.max_tokens;
   for (const ChatMessage& m : request.messages)
     a.n_prompt_tokens += static_cast<int32_t>(split_tokens(m.content).size()) + 4;

@@ -21,7 +21,8 @@ struct FakeEngineOptions {
   int64_t step_interval_us = 5'000;  // one token per running request per step
   int32_t tokens_per_step = 1;       // >1 makes bursts (coalescing tests)
   int64_t load_delay_ms = 0;         // load_model sleeps this long (busy-indicator tests)
-  bool trace_tokens = false;         // print "fake-token <id> <n>" to stdout per token
+  bool trace_tokens = false;
+  int32_t filler_sentences = 120;    // length of the scripted reply's plain-text tail         // print "fake-token <id> <n>" to stdout per token
 };
 
 class FakeEngine final : public EngineApi {
@@ -38,7 +39,8 @@ class FakeEngine final : public EngineApi {
   StatsSnapshot stats() const override;
 
   // The token texts the fake replies with for `request` (before max_tokens applies).
-  static std::vector<std::string> scripted_reply(const Request& request);
+  static std::vector<std::string> scripted_reply(const Request& request,
+                                                 int32_t filler_sentences = 120);
 
   // Test hooks.
   std::vector<Request> submitted_requests() const;

@@ -3,6 +3,7 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
 #include <QLabel>
@@ -176,7 +177,10 @@ void MainWindow::onStats() {
     rows.push_back({t->title(), t->isStreaming(), t->speed().decode_tok_per_s, t->speed().ttft_ms,
                     t->speed().n_generated});
   }
+  QElapsedTimer cost;
+  cost.start();
   if (perf_->isVisible()) perf_->updateStats(s, rows);
+  if (cost.elapsed() > 50) qWarning("chorus: perf panel update took %lld ms", cost.elapsed());
   speed_label_->setText(tr("M %1 · %2 tok/s").arg(s.current_batch).arg(s.aggregate_tok_per_s, 0, 'f', 0));
 }
 

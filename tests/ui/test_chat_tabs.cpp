@@ -279,7 +279,11 @@ void TestChatTabs::perfPanelShowsStats() {
 
 void TestChatTabs::staysResponsiveAt20kTokensPerSecond() {
   // 20 chats at up to 4,000 tok/s each. The GUI thread must keep serving a 10 ms timer.
-  AppFixture app({.step_interval_us = 2000, .tokens_per_step = 8});
+  FakeEngineOptions o;
+  o.step_interval_us = 2000;
+  o.tokens_per_step = 8;
+  o.filler_sentences = 4000;  // long enough to stream through the whole measurement
+  AppFixture app(o);
   MainWindow& w = app.makeWindow();
   QVERIFY(app.loadModel());
   QVector<ChatTab*> tabs{w.currentTab()};
@@ -290,6 +294,8 @@ void TestChatTabs::staysResponsiveAt20kTokensPerSecond() {
     t->setSettings(cs);
     QVERIFY(t->send("go"));
   }
+  QTest::qWait(500);  // first layout and paint of twenty new tabs is not the steady state
+  const int64_t tokens_before = app.engine.stats().n_tokens_generated;
   QElapsedTimer clock;
   clock.start();
   qint64 last = 0, worst_gap = 0;
@@ -306,9 +312,10 @@ void TestChatTabs::staysResponsiveAt20kTokensPerSecond() {
   QTest::qWait(1500);
   probe.stop();
   const StatsSnapshot s = app.engine.stats();
-  qInfo("aggregate %.0f tok/s, M=%d, worst event-loop gap %lld ms over %d ticks",
-        s.aggregate_tok_per_s, s.max_batch_seen, (long long)worst_gap, ticks);
-  QVERIFY(s.aggregate_tok_per_s > 20000);
+  const double tok_per_s = (s.n_tokens_generated - tokens_before) / (clock.elapsed() / 1000.0);
+  qInfo("aggregate %.0f tok/s delivered, M=%d, worst event-loop gap %lld ms over %d ticks",
+        tok_per_s, s.max_batch_seen, (long long)worst_gap, ticks);
+  QVERIFY(tok_per_s > 20000);
   QCOMPARE(s.max_batch_seen, 20);
   QVERIFY2(worst_gap < 150, qPrintable(QString("%1 ms").arg(worst_gap)));
   for (ChatTab* t : tabs) t->stop();
