@@ -154,6 +154,11 @@ if(WIN32)
   # chorus-cli is a command-line tool: offer to put bin\ on PATH.
   set(CPACK_NSIS_MODIFY_PATH ON)
   set(CPACK_NSIS_UNINSTALL_NAME "Uninstall")
+  if(CMAKE_HOST_UNIX)
+    # Debian's makensis ships 64-bit stubs (the official Windows NSIS has x86 ones only): a
+    # 64-bit installer for a 64-bit program, which also runs under a 64-bit-only Wine.
+    set(CPACK_NSIS_EXECUTABLE ${CHORUS_PKG_DIR}/windows/makensis-amd64.sh)
+  endif()
   if(TARGET chorus)
     set(CPACK_PACKAGE_EXECUTABLES chorus "Chorus")
     set(CPACK_CREATE_DESKTOP_LINKS chorus)

@@ -132,7 +132,9 @@ if ((has_gui)); then
   default_model=${XDG_DATA_HOME:-$HOME/.local/share}/chorus/models/SmolLM2-135M-Instruct.Q4_1.gguf
   demo_args=()
   if [[ -f $default_model ]]; then
+    # Named explicitly: the run below has a scratch home, where the default is not.
     log "demo with the default model $default_model"
+    demo_args=(--model "$default_model")
   elif [[ -f $tiny_model ]]; then
     log "no default model; demo with the tiny model $tiny_model"
     demo_args=(--model "$tiny_model")
@@ -142,7 +144,7 @@ if ((has_gui)); then
   else
     log "no model present and no --fake-engine: demo without a model"
   fi
-  shot=$(mktemp --suffix=.png)
+  shot=$BUILD_DIR/package-check-screenshot.png  # kept for a person to look at
   rm -f "$shot"
   # A throw-away home keeps the chat store and settings of this run off the machine.
   scratch_home=$(mktemp -d)
@@ -154,8 +156,7 @@ if ((has_gui)); then
   rm -rf "$scratch_home"
   [[ -s $shot ]] || die "chorus --demo did not write the screenshot $shot"
   file "$shot" | grep -q 'PNG image data' || die "$shot is not a PNG: $(file "$shot")"
-  log "demo took $((SECONDS - t_demo)) s, screenshot: $(file -b "$shot")"
-  rm -f "$shot"
+  log "demo took $((SECONDS - t_demo)) s, screenshot $shot: $(file -b "$shot")"
 fi
 
 # ---- remove and look for leftovers ---------------------------------------------------

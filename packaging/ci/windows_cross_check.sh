@@ -106,6 +106,8 @@ t_nsis=$SECONDS
  cpack -G NSIS >cpack-nsis.log 2>&1) || { cat "$BUILD_DIR/cpack-nsis.log"; die "cpack NSIS failed"; }
 installer=$(ls "$BUILD_DIR"/chorus-cli-*-windows-*.exe | head -1)
 [[ -f $installer ]] || die "no installer produced"
+file "$installer" | grep -q 'PE32+ executable' ||
+  die "the installer is not a 64-bit exe (a 64-bit-only Wine cannot run it): $(file -b "$installer")"
 log "installer $(basename "$installer") ($(du -h "$installer" | cut -f1)) in $((SECONDS - t_nsis)) s"
 
 # ---- install and run under Wine ------------------------------------------------------
@@ -142,14 +144,26 @@ model_win="Z:${TINY_MODEL//\//\\}"
 info=$($wine_cmd 'C:\Chorus\bin\chorus-cli.exe' info --model "$model_win" 2>&1) ||
   { echo "$info"; die "chorus-cli.exe info failed under Wine"; }
 echo "$info" | sed 's/\r$//' | sed 's/^/    /'
-grep -qi 'llama' <<<"$info" || die "chorus-cli info does not name the architecture"
+grep -qi 'architecture: *llama' <<<"$info" || die "chorus-cli info does not name the architecture"
+
+# The forward pass too (AVX2 kernels, threads): the greedy continuation must be the
+# reference's, as on Linux.
+ref_json=${TINY_MODEL%.gguf}.json
+if [[ -f $ref_json ]] && command -v python3 >/dev/null; then
+  read -r tokens want < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+print(",".join(map(str, d["tokens"])), " ".join(map(str, d["exact"]["greedy_continuation"][:8])))' "$ref_json")
+  got=$($wine_cmd 'C:\Chorus\bin\chorus-cli.exe' generate --model "$model_win" --tokens "$tokens" --n 8 2>&1 | tr -d '\r') ||
+    die "chorus-cli.exe generate failed under Wine: $got"
+  [[ $(xargs <<<"$got") == "$want" ]] || die "greedy continuation under Wine is '$got', the reference's is '$want'"
+  log "generate under Wine matches the reference continuation: $want"
+fi
 
 # The uninstaller must remove what the installer put there.
 # The NSIS uninstaller copies itself to %TEMP% and returns at once; wineserver -w waits
 # for the copy to finish.
 $wine_cmd "$target_unix/Uninstall.exe" /S >/dev/null 2>&1 || die "the uninstaller failed"
 wineserver -w
-leftover=$(find "$target_unix" 2>/dev/null | xargs)
+leftover=$(find "$target_unix" 2>/dev/null | xargs || true)
 [[ -z $leftover ]] || die "uninstall left files behind: $leftover"
 log "uninstall removed every installed file"
 log "OK in $((SECONDS - t_start)) s"
