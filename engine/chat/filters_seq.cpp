@@ -50,7 +50,7 @@ Result<Value> f_first(Interpreter&, const Value& v, const CallArgs&) {
 }
 
 Result<Value> f_last(Interpreter&, const Value& v, const CallArgs&) {
-  if (v.is_dict()) return make_error("'dict' object is not reversible");
+  if (v.is_iterator()) return make_error("'generator' object is not reversible");
   auto items = iterate(v);
   if (!items.ok()) return items.error();
   if (items->empty()) return Value::undefined("No last item, sequence was empty.");
@@ -66,7 +66,8 @@ Result<Value> f_reverse(Interpreter&, const Value& v, const CallArgs&) {
   auto items = iterate(v);
   if (!items.ok()) return make_error("argument must be iterable");
   std::reverse(items->begin(), items->end());
-  return Value::list(std::move(items).value());
+  // reversed() of a list or dict is an iterator; a generator gets materialised to a list.
+  return v.is_iterator() ? Value::list(std::move(items).value()) : Value::iterator(std::move(items).value());
 }
 
 // Items mapped through `attribute=` (dotted path) when given.
@@ -140,7 +141,7 @@ Result<Value> f_unique(Interpreter&, const Value& v, const CallArgs& args) {
     seen.push_back(std::move(key));
     out.push_back((*items)[i]);
   }
-  return Value::list(std::move(out));
+  return Value::iterator(std::move(out));
 }
 
 Result<Value> min_max(const Value& v, const CallArgs& args, bool want_max) {
@@ -178,7 +179,7 @@ Result<Value> f_sum(Interpreter& in, const Value& v, const CallArgs& args) {
 }
 
 Result<Value> f_map(Interpreter& in, const Value& v, const CallArgs& args) {
-  if (!v.truthy()) return Value::list({});  // jinja2 skips falsy input (e.g. none) entirely
+  if (!v.truthy()) return Value::iterator({});  // jinja2 skips falsy input (e.g. none) entirely
   auto items = iterate(v);
   if (!items.ok()) return items.error();
   const Value* attribute = args.find("attribute", static_cast<size_t>(-1));
@@ -190,7 +191,7 @@ Result<Value> f_map(Interpreter& in, const Value& v, const CallArgs& args) {
       if (!mapped.ok()) return mapped.error();
       out.push_back(mapped->is_undefined() && fallback ? *fallback : std::move(mapped).value());
     }
-    return Value::list(std::move(out));
+    return Value::iterator(std::move(out));
   }
   if (args.positional.empty()) return make_error("map requires a filter argument");
   const std::string filter = soft_str(args.positional[0]);
@@ -201,12 +202,12 @@ Result<Value> f_map(Interpreter& in, const Value& v, const CallArgs& args) {
     if (!mapped.ok()) return mapped.error();
     out.push_back(std::move(mapped).value());
   }
-  return Value::list(std::move(out));
+  return Value::iterator(std::move(out));
 }
 
 // select/reject/selectattr/rejectattr share one loop.
 Result<Value> select_common(Interpreter& in, const Value& v, const CallArgs& args, bool by_attribute, bool keep_when) {
-  if (!v.truthy()) return Value::list({});  // jinja2 skips falsy input (e.g. none) entirely
+  if (!v.truthy()) return Value::iterator({});  // jinja2 skips falsy input (e.g. none) entirely
   auto items = iterate(v);
   if (!items.ok()) return items.error();
   size_t next_arg = 0;
@@ -235,7 +236,7 @@ Result<Value> select_common(Interpreter& in, const Value& v, const CallArgs& arg
     }
     if (passed == keep_when) out.push_back(item);
   }
-  return Value::list(std::move(out));
+  return Value::iterator(std::move(out));
 }
 Result<Value> f_select(Interpreter& in, const Value& v, const CallArgs& a) { return select_common(in, v, a, false, true); }
 Result<Value> f_reject(Interpreter& in, const Value& v, const CallArgs& a) { return select_common(in, v, a, false, false); }
@@ -243,11 +244,11 @@ Result<Value> f_selectattr(Interpreter& in, const Value& v, const CallArgs& a) {
 Result<Value> f_rejectattr(Interpreter& in, const Value& v, const CallArgs& a) { return select_common(in, v, a, true, false); }
 
 Result<Value> f_items(Interpreter&, const Value& v, const CallArgs&) {
-  if (v.is_undefined()) return Value::list({});
+  if (v.is_undefined()) return Value::iterator({});
   if (!v.is_dict() || v.is_namespace()) return make_error("Can only get item pairs from a mapping.");
   std::vector<Value> out;
   for (const auto& [k, val] : v.dict_data().entries) out.push_back(Value::tuple({k, val}));
-  return Value::list(std::move(out));
+  return Value::iterator(std::move(out));
 }
 
 Result<Value> f_dictsort(Interpreter&, const Value& v, const CallArgs& args) {
@@ -292,7 +293,7 @@ Result<Value> f_batch(Interpreter& in, const Value& v, const CallArgs& args) {
     }
     out.push_back(Value::list(std::move(current)));
   }
-  return Value::list(std::move(out));
+  return Value::iterator(std::move(out));
 }
 
 Result<Value> f_attr(Interpreter&, const Value& v, const CallArgs& args) {

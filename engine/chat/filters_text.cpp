@@ -57,19 +57,16 @@ Result<Value> f_string(Interpreter&, const Value& v, const CallArgs&) {
   return v.is_string() ? v : Value::string(soft_str(v));
 }
 
+Result<Value> f_safe(Interpreter&, const Value& v, const CallArgs&) {
+  return v.is_markup() ? v : Value::markup(soft_str(v));
+}
+
 Result<Value> f_escape(Interpreter&, const Value& v, const CallArgs&) {
-  std::string out;
-  for (char c : soft_str(v)) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
-    }
-  }
-  return Value::string(std::move(out));
+  return v.is_markup() ? v : Value::markup(html_escape(soft_str(v)));
+}
+
+Result<Value> f_forceescape(Interpreter&, const Value& v, const CallArgs&) {
+  return Value::markup(html_escape(soft_str(v)));
 }
 
 Result<Value> f_pprint(Interpreter&, const Value& v, const CallArgs&) { return Value::string(to_repr(v)); }
@@ -261,10 +258,10 @@ void add_text_filters(FilterTable& t) {
   t["trim"] = f_trim;
   t["replace"] = f_replace;
   t["string"] = f_string;
-  t["safe"] = f_string;
+  t["safe"] = f_safe;
   t["escape"] = f_escape;
   t["e"] = f_escape;
-  t["forceescape"] = f_escape;
+  t["forceescape"] = f_forceescape;
   t["pprint"] = f_pprint;
   t["center"] = f_center;
   t["indent"] = f_indent;

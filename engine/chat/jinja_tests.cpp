@@ -28,7 +28,7 @@ Result<bool> t_integer(Interpreter&, const Value& v, const CallArgs&) { return v
 Result<bool> t_float(Interpreter&, const Value& v, const CallArgs&) { return v.is_float(); }
 Result<bool> t_mapping(Interpreter&, const Value& v, const CallArgs&) { return v.is_dict() && !v.is_namespace(); }
 Result<bool> t_iterable(Interpreter&, const Value& v, const CallArgs&) {
-  return v.is_string() || v.is_list() || (v.is_dict() && !v.is_namespace()) || v.is_undefined();
+  return v.is_string() || v.is_list() || v.is_iterator() || (v.is_dict() && !v.is_namespace()) || v.is_undefined();
 }
 Result<bool> t_sequence(Interpreter&, const Value& v, const CallArgs&) {
   return v.is_string() || v.is_list() || (v.is_dict() && !v.is_namespace());

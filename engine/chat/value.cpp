@@ -56,6 +56,18 @@ Value Value::string(std::string s) {
   v.str_ = std::move(s);
   return v;
 }
+Value Value::markup(std::string s) {
+  Value v = string(std::move(s));
+  v.b_ = true;
+  return v;
+}
+
+Value Value::iterator(std::vector<Value> items) {
+  Value v = list(std::move(items));
+  v.kind_ = Kind::kIterator;
+  return v;
+}
+
 Value Value::list(std::vector<Value> items) {
   Value v;
   v.kind_ = Kind::kList;
@@ -106,7 +118,7 @@ bool Value::truthy() const {
     case Kind::kString: return !str_.empty();
     case Kind::kList: return !list_->items.empty();
     case Kind::kDict: return dict_->is_namespace || !dict_->entries.empty();
-    case Kind::kCallable: return true;
+    case Kind::kCallable: case Kind::kIterator: return true;
   }
   return false;
 }
@@ -145,7 +157,7 @@ bool values_equal(const Value& a, const Value& b) {
       }
       return true;
     }
-    case Kind::kCallable: return a.identity() == b.identity();
+    case Kind::kCallable: case Kind::kIterator: return a.identity() == b.identity();
     default: return false;
   }
 }
@@ -276,6 +288,7 @@ std::string to_str(const Value& v) {
     case Kind::kFloat: return float_repr(v.as_double());
     case Kind::kString: return v.as_string();
     case Kind::kCallable: return "<function " + v.callable_ref().name() + ">";
+    case Kind::kIterator: return "<generator object>";
     default: return to_repr(v);
   }
 }
@@ -297,6 +310,7 @@ std::string type_name(const Value& v) {
     case Kind::kList: return v.is_tuple() ? "tuple" : "list";
     case Kind::kDict: return v.is_namespace() ? "Namespace" : "dict";
     case Kind::kCallable: return "function";
+    case Kind::kIterator: return "generator";
   }
   return "object";
 }

@@ -50,7 +50,9 @@ class Callable {
   virtual std::string name() const = 0;
 };
 
-enum class Kind : uint8_t { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kCallable };
+// kIterator is what jinja2's generator-returning filters (map, select, unique, ...) give:
+// iterable, always truthy, but with no len(), no indexing and no JSON form.
+enum class Kind : uint8_t { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kCallable, kIterator };
 
 class Value {
  public:
@@ -61,6 +63,9 @@ class Value {
   static Value integer(int64_t i);
   static Value floating(double f);
   static Value string(std::string s);
+  // markupsafe.Markup (from `safe`/`escape`): `+` with a plain str HTML-escapes the str.
+  static Value markup(std::string s);
+  static Value iterator(std::vector<Value> items);
   static Value list(std::vector<Value> items);
   static Value tuple(std::vector<Value> items);
   static Value dict();  // empty, ready for dict_set()
@@ -75,6 +80,8 @@ class Value {
   bool is_float() const { return kind_ == Kind::kFloat; }
   bool is_number() const { return is_int() || is_float(); }
   bool is_string() const { return kind_ == Kind::kString; }
+  bool is_markup() const { return is_string() && b_; }
+  bool is_iterator() const { return kind_ == Kind::kIterator; }
   bool is_list() const { return kind_ == Kind::kList; }
   bool is_tuple() const { return is_list() && list_->is_tuple; }
   bool is_dict() const { return kind_ == Kind::kDict; }
@@ -85,7 +92,7 @@ class Value {
   int64_t as_int() const { return kind_ == Kind::kBool ? (b_ ? 1 : 0) : i_; }
   double as_double() const { return is_float() ? f_ : static_cast<double>(as_int()); }
   const std::string& as_string() const { return str_; }  // also the Undefined hint
-  const std::vector<Value>& items() const { return list_->items; }
+  const std::vector<Value>& items() const { return list_->items; }  // list, tuple or iterator
   const DictData& dict_data() const { return *dict_; }
   DictData& mutable_dict() { return *dict_; }  // builders and namespace assignment only
   const Callable& callable_ref() const { return *fn_; }

@@ -138,6 +138,21 @@ const char* op_symbol(BinaryOp op) {
 
 }  // namespace
 
+std::string html_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
 Error undefined_error(const Value& undefined) {
   return make_error(undefined.undefined_hint().empty() ? "value is undefined" : undefined.undefined_hint());
 }
@@ -179,11 +194,13 @@ Result<Value> get_item(const Value& obj, const Value& key) {
 
 Result<Value> slice_value(const Value& obj, const Value& start, const Value& stop, const Value& step_v) {
   if (obj.is_undefined()) return undefined_error(obj);
-  const bool bad_bound = [](std::initializer_list<const Value*> vs) {
-    for (const Value* v : vs) if (!v->is_int() && !v->is_none() && !(v->is_undefined() && v->undefined_hint().empty())) return true;
-    return false;
-  }({&start, &stop, &step_v});
-  if (!(obj.is_list() || obj.is_string()) || bad_bound) return Value::undefined("object is not sliceable");
+  // An omitted bound arrives as a hint-less Undefined; anything else must be int or None.
+  for (const Value* bound : {&start, &stop, &step_v}) {
+    const bool omitted = bound->is_undefined() && bound->undefined_hint().empty();
+    if (!omitted && !bound->is_int() && !bound->is_none())
+      return make_error("slice indices must be integers or None or have an __index__ method");
+  }
+  if (!obj.is_list() && !obj.is_string()) return Value::undefined("'" + object_name(obj) + "' is not subscriptable");
   const int64_t step = step_v.is_int() ? step_v.as_int() : 1;
   if (step == 0) return make_error("slice step cannot be zero");
   std::vector<uint32_t> cps;
@@ -219,7 +236,12 @@ Result<Value> binary_op(BinaryOp op, const Value& a, const Value& b, size_t max_
   }
   if (op == BinaryOp::kAdd && a.is_string() && b.is_string()) {
     if (a.as_string().size() + b.as_string().size() > max_size) return make_error("string too large");
-    return Value::string(a.as_string() + b.as_string());
+    // Markup + str (either order) escapes the plain side, as markupsafe does.
+    if (a.is_markup() != b.is_markup()) {
+      return Value::markup(a.is_markup() ? a.as_string() + html_escape(b.as_string())
+                                         : html_escape(a.as_string()) + b.as_string());
+    }
+    return a.is_markup() ? Value::markup(a.as_string() + b.as_string()) : Value::string(a.as_string() + b.as_string());
   }
   if (op == BinaryOp::kAdd && a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
     if (a.items().size() + b.items().size() > max_size) return make_error("list too large");
@@ -245,7 +267,7 @@ Result<bool> contains(const Value& container, const Value& item) {
       return make_error("'in <string>' requires string as left operand, not " + type_name(item));
     return container.as_string().find(item.as_string()) != std::string::npos;
   }
-  if (container.is_list()) {
+  if (container.is_list() || container.is_iterator()) {
     for (const Value& v : container.items()) if (values_equal(v, item)) return true;
     return false;
   }
@@ -256,7 +278,7 @@ Result<bool> contains(const Value& container, const Value& item) {
 Result<std::vector<Value>> iterate(const Value& v) {
   switch (v.kind()) {
     case Kind::kUndefined: return std::vector<Value>{};
-    case Kind::kList: return v.items();
+    case Kind::kList: case Kind::kIterator: return v.items();
     case Kind::kDict: {
       if (v.is_namespace()) break;
       std::vector<Value> keys;

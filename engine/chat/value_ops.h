@@ -11,6 +11,8 @@
 namespace chorus::chat {
 
 Error undefined_error(const Value& undefined);
+// markupsafe's escape(): & < > " ' as HTML entities.
+std::string html_escape(std::string_view text);
 
 // `obj.name`: Python attribute first (methods), then the item; Undefined when neither.
 Result<Value> get_attribute(const Value& obj, const std::string& name);

@@ -174,6 +174,15 @@ TEST(ChatTemplate, Filters) {
   EXPECT_EQ(render("{{ 'hello world foo' | truncate(9, leeway=0) }}|{{ 'a b c' | wordcount }}|{{ '%s=%d' | format('x', 3) }}"), "hello...|3|x=3");
 }
 
+// jinja2 quirks real templates trip over: generator-valued filters and markupsafe.Markup.
+TEST(ChatTemplate, GeneratorsAndMarkupLikeJinja2) {
+  EXPECT_EQ(render("{{ 'yes' if [] | select else 'no' }}"), "yes");  // a generator is always truthy
+  EXPECT_TRUE(fails("{{ [1] | map('string') | tojson }}"));          // and not JSON serializable
+  EXPECT_TRUE(fails("{{ [1] | select | length }}"));
+  EXPECT_EQ(render("{{ [1, 2] | map('string') | list | tojson }}"), "[\"1\", \"2\"]");
+  EXPECT_EQ(render("{{ 'a<'|safe + '\"<b>' }}|{{ '<x>' + '&'|safe }}|{{ 'a<'|safe ~ '<' }}"), "a<&#34;&lt;b&gt;|&lt;x&gt;&|a<<");
+}
+
 TEST(ChatTemplate, StrftimeNowUsesInjectedClock) {
   EXPECT_EQ(render("{{ strftime_now('%Y-%m-%d %H:%M %a %b') }}"), "2026-12-02 12:00 Wed Dec");
 }
