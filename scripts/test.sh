@@ -2,17 +2,30 @@
 # Sets everything up on a fresh Debian 12 machine and runs every test suite:
 #   release build (engine, CUDA backend when nvcc exists, GUI) + CTest,
 #   ASan+UBSan and TSan builds of the engine + CTest (including the 2-minute stress test),
-#   libFuzzer smoke runs, and the packaging checks.
+#   libFuzzer smoke runs (built with the ASan tests), and the packaging checks.
 # Exits non-zero as soon as any stage fails. Pick stages with CHORUS_TEST_STAGES.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-STAGES=${CHORUS_TEST_STAGES:-"deps release asan tsan fuzz package"}
+STAGES=${CHORUS_TEST_STAGES:-"deps release asan tsan package"}
 JOBS=${CHORUS_JOBS:-$(nproc)}
 export CHORUS_PEER_DIR=${CHORUS_PEER_DIR:-$(cd "$ROOT/.." && pwd)/shared/peer}
 
 stage() { echo; echo "=== $1 ($(date +%H:%M:%S)) ==="; }
 has_stage() { [[ " $STAGES " == *" $1 "* ]]; }
+
+# Short libFuzzer runs of every fuzz target in a build dir; any crash fails the stage.
+fuzz_smoke() {
+  for f in "$1"/bin/fuzz_*; do
+    [ -x "$f" ] || continue
+    echo "fuzzing $(basename "$f") for ${CHORUS_FUZZ_SECONDS:-30}s"
+    corpus=$(mktemp -d)
+    "$f" -max_total_time="${CHORUS_FUZZ_SECONDS:-30}" -rss_limit_mb=2048 -timeout=10 "$corpus" >"$corpus.log" 2>&1 ||
+      { tail -n 40 "$corpus.log"; exit 1; }
+    tail -n 2 "$corpus.log"
+    rm -rf "$corpus" "$corpus.log"
+  done
+}
 
 if has_stage deps; then
   stage "dependencies"
@@ -34,6 +47,7 @@ if has_stage asan; then
   CHORUS_STRESS_SECONDS=${CHORUS_STRESS_SECONDS:-120} \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
     ctest --test-dir build-asan --output-on-failure -j "$JOBS" --timeout 1200
+  fuzz_smoke build-asan
 fi
 
 if has_stage tsan; then
@@ -44,18 +58,6 @@ if has_stage tsan; then
     ctest --test-dir build-tsan --output-on-failure -j "$JOBS" --timeout 1200
 fi
 
-if has_stage fuzz; then
-  stage "libFuzzer smoke runs"
-  cmake --preset fuzz
-  cmake --build build-fuzz -j "$JOBS"
-  for f in build-fuzz/bin/fuzz_*; do
-    [ -x "$f" ] || continue
-    echo "fuzzing $(basename "$f") for ${CHORUS_FUZZ_SECONDS:-30}s"
-    corpus=$(mktemp -d)
-    "$f" -max_total_time="${CHORUS_FUZZ_SECONDS:-30}" -rss_limit_mb=2048 -timeout=10 "$corpus" 2>&1 | tail -n 3
-    rm -rf "$corpus"
-  done
-fi
 
 if has_stage package; then
   stage "packaging"
