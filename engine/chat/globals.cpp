@@ -40,8 +40,9 @@ Result<Value> fn_range(Interpreter&, const CallArgs& args) {
   return Value::list(std::move(items));
 }
 
-Result<Value> fn_namespace(Interpreter&, const CallArgs& args) {
+Result<Value> fn_namespace(Interpreter& interp, const CallArgs& args) {
   Value ns = Value::namespace_object();
+  interp.track_namespace(ns);
   for (const Value& init : args.positional) {
     if (!init.is_dict()) return make_error("namespace() positional argument must be a mapping");
     for (const auto& [k, v] : init.dict_data().entries) ns.mutable_dict().set(k, v);

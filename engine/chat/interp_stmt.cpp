@@ -9,6 +9,10 @@
 
 namespace chorus::chat {
 
+Interpreter::~Interpreter() {
+  for (Value& ns : namespaces_) ns.mutable_dict().entries.clear();
+}
+
 Result<std::string> Interpreter::render(const Template& tmpl, const Value& context) {
   auto globals = std::make_shared<Scope>(nullptr);
   install_globals(*globals, options_);
@@ -215,7 +219,9 @@ Result<Flow> Interpreter::exec_with(const Node& node, const ScopePtr& scope) {
 }
 
 Result<Value> MacroCallable::call(Interpreter& interp, const CallArgs& args) const {
-  auto frame = std::make_shared<Scope>(closure_);
+  ScopePtr closure = closure_.lock();
+  if (!closure) return make_error("macro '" + name_ + "' called after its defining scope ended");
+  auto frame = std::make_shared<Scope>(closure);
   const auto& params = node_.params;
   for (size_t i = 0; i < params.size(); ++i) {
     if (const Value* v = args.find(params[i].name, i)) {

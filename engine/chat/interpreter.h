@@ -30,6 +30,9 @@ enum class Flow { kNormal, kBreak, kContinue };
 class Interpreter {
  public:
   explicit Interpreter(const RenderOptions& options) : options_(options) {}
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
 
   Result<std::string> render(const Template& tmpl, const Value& context);
 
@@ -47,6 +50,9 @@ class Interpreter {
   Status step();
   Status check_size(size_t n_bytes_or_items) const;
   const RenderOptions& options() const { return options_; }
+  // Namespaces are the only mutable objects, so the only way to build a reference cycle
+  // (`ns.self = ns`); the interpreter empties them all when the render ends.
+  void track_namespace(const Value& ns) { namespaces_.push_back(ns); }
 
   // Nesting guard for eval/exec/macro calls.
   struct DepthGuard {
@@ -61,6 +67,7 @@ class Interpreter {
   std::string* out_ = nullptr;  // where output goes now (macro calls capture into their own)
   int64_t n_steps_ = 0;
   int depth_ = 0;
+  std::vector<Value> namespaces_;
 
   Status write(std::string_view text);
   Result<Flow> exec(const Node& node, const ScopePtr& scope);
@@ -87,14 +94,16 @@ class Interpreter {
 // A macro (or a {% call %} block's caller): parameters, body, and the scope it closes over.
 class MacroCallable : public Callable {
  public:
-  MacroCallable(const Node& node, ScopePtr closure, std::string name)
-      : node_(node), closure_(std::move(closure)), name_(std::move(name)) {}
+  MacroCallable(const Node& node, const ScopePtr& closure, std::string name)
+      : node_(node), closure_(closure), name_(std::move(name)) {}
   Result<Value> call(Interpreter& interp, const CallArgs& args) const override;
   std::string name() const override { return name_; }
 
  private:
   const Node& node_;  // kMacro or kCallBlock; the Template outlives every render
-  ScopePtr closure_;
+  // Weak: the defining scope usually holds this macro, and a strong pointer would make a
+  // cycle that is never freed. A macro outliving its scope cannot be called.
+  std::weak_ptr<Scope> closure_;
   std::string name_;
 };
 

@@ -8,6 +8,7 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/chat/json.h"
+#include "engine/gguf/gguf_writer.h"
 #include "support/test_support.h"
 
 namespace chorus::chat {
@@ -218,6 +219,37 @@ TEST(ChatTemplate, LimitsStopRunawayTemplates) {
   EXPECT_TRUE(fails_within_limits("{{" + std::string(5000, '(') + "1" + std::string(5000, ')') + "}}"));
   EXPECT_TRUE(fails_within_limits("{{" + std::string(3000, '[') + std::string(3000, ']') + "}}"));
   EXPECT_TRUE(fails_within_limits("{{ range(1000000) }}"));
+}
+
+// chorus-cli template: exact text on stdout; 2 for template errors, 1 for bad input.
+TEST(ChatTemplateCli, RendersFromFileAndGgufWithExitCodes) {
+  const auto dir = test::scratch_dir();
+  const std::string cli = test::cli_path();
+  const std::string tmpl = "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"
+                           "{% if add_generation_prompt %}[assistant]{% endif %}{{ tools | length }}";
+  test::write_file(dir / "t.jinja", tmpl);
+  test::write_file(dir / "ctx.json", R"({"messages": [{"role": "user", "content": "hi\n"}],
+      "add_generation_prompt": true, "bos_token": "<s>", "eos_token": "</s>", "tools": [1, 2]})");
+  std::string out, err;
+  ASSERT_EQ(test::run_command(cli + " template --template " + (dir / "t.jinja").string() + " --context " +
+                                  (dir / "ctx.json").string(), &out, &err), 0) << err;
+  EXPECT_EQ(out, "<s>[user]hi\n[assistant]2");
+
+  gguf::Writer writer;
+  writer.set("general.architecture", gguf::Value::make_string("llama"));
+  writer.set("tokenizer.chat_template", gguf::Value::make_string(tmpl));
+  ASSERT_TRUE(writer.write_file((dir / "m.gguf").string()).ok());
+  ASSERT_EQ(test::run_command(cli + " template --model " + (dir / "m.gguf").string() + " --context " +
+                                  (dir / "ctx.json").string(), &out, &err), 0) << err;
+  EXPECT_EQ(out, "<s>[user]hi\n[assistant]2");
+
+  test::write_file(dir / "raise.jinja", "{{ raise_exception('Only user roles please') }}");
+  EXPECT_EQ(test::run_command(cli + " template --template " + (dir / "raise.jinja").string() + " --context " +
+                                  (dir / "ctx.json").string(), &out, &err), 2);
+  EXPECT_NE(err.find("Only user roles please"), std::string::npos) << err;
+  EXPECT_EQ(test::run_command(cli + " template --template " + (dir / "missing.jinja").string() + " --context " +
+                                  (dir / "ctx.json").string(), &out, &err), 1);
+  EXPECT_EQ(test::run_command(cli + " template --template " + (dir / "t.jinja").string(), &out, &err), 1);
 }
 
 // Random byte mutations and truncations of the real templates: each must return (value or
