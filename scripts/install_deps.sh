@@ -6,7 +6,7 @@ PKGS=(
   libpcre2-dev libgtest-dev googletest clang libclang-rt-14-dev
   qt6-base-dev libqt6opengl6-dev libxkbcommon-dev qt6-charts-dev qt6-svg-dev qt6-tools-dev
   qt6-httpserver-dev qt6-websockets-dev libqt6sql6-sqlite xvfb xauth
-  rpm file dpkg-dev
+  rpm file dpkg-dev librsvg2-bin desktop-file-utils appstream
 )
 missing=()
 for p in "${PKGS[@]}"; do
