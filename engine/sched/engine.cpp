@@ -1,5 +1,6 @@
 #include "engine/sched/engine.h"
 
+#include <exception>
 #include <future>
 #include <variant>
 
@@ -135,7 +136,12 @@ void Engine::run_commands(std::vector<Command>& commands) {
       if (core_) core_->cancel(k->id);
     } else if (auto* l = std::get_if<LoadCommand>(&c.what)) {
       // Published before the caller wakes, so its first stats() shows the new model.
-      Status st = do_load(l->options);
+      Status st = make_error("model load failed");
+      try {
+        st = do_load(l->options);
+      } catch (const std::exception& e) {
+        st = make_error(l->options.model_path + ": " + e.what());
+      }
       publish_stats();
       l->done->set_value(std::move(st));
     }
