@@ -129,7 +129,7 @@ Result<Value> partition_method(const Value& self, const CallArgs& args, bool fro
   return Value::tuple({Value::string(s.substr(0, at)), Value::string(*sep), Value::string(s.substr(at + sep->size()))});
 }
 
-Result<Value> str_method(const std::string& name, const Value& self, const CallArgs& args);
+Result<Value> str_method_more(const std::string& name, const Value& self, const CallArgs& args);
 
 constexpr const char* kStrMethods[] = {
     "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith", "endswith",
@@ -183,6 +183,12 @@ Result<Value> str_method(const std::string& name, const Value& self, const CallA
     if (!out.ok()) return out.error();
     return Value::string(std::move(out).value());
   }
+  return str_method_more(name, self, args);
+}
+
+// The character-class predicates, padding and affix helpers of str.
+Result<Value> str_method_more(const std::string& name, const Value& self, const CallArgs& args) {
+  const std::string& s = self.as_string();
   if (name == "isdigit" || name == "isdecimal" || name == "isnumeric") return all_chars<utf8::is_digit>(self, args);
   if (name == "isalpha") return all_chars<utf8::is_alpha>(self, args);
   if (name == "isalnum") return all_chars<is_alnum_cp>(self, args);

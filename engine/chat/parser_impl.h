@@ -28,7 +28,7 @@ class Parser {
   Result<NodePtr> parse_call_block();
   Result<NodePtr> parse_filter_block();
   Result<NodePtr> parse_with();
-  Result<NodePtr> parse_scope_block(std::string_view end_tag);
+  Result<NodePtr> parse_scope_block();
   Result<AssignTarget> parse_assign_target(bool with_namespace, std::string_view end_name);
   Result<std::vector<MacroParam>> parse_params();
   Result<Body> parse_inner_body(std::initializer_list<std::string_view> end_tags, std::string* which_end);

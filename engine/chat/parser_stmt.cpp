@@ -125,8 +125,8 @@ Status Parser::parse_statement(Body& body) {
   else if (tag == "call") node = parse_call_block();
   else if (tag == "filter") node = parse_filter_block();
   else if (tag == "with") node = parse_with();
-  else if (tag == "generation") node = parse_scope_block("endgeneration");
-  else if (tag == "block") node = parse_scope_block("endblock");
+  else if (tag == "generation") node = parse_scope_block();
+  else if (tag == "block") node = parse_scope_block();
   else if (tag == "break" || tag == "continue") {
     if (loop_depth_ == 0) return fail("'" + tag + "' outside of a loop");
     next();
@@ -337,7 +337,9 @@ Result<NodePtr> Parser::parse_with() {
   return n;
 }
 
-Result<NodePtr> Parser::parse_scope_block(std::string_view end_tag) {
+// {% generation %} (Hugging Face's assistant-mask marker) and {% block %}: the body renders
+// in place, in its own scope.
+Result<NodePtr> Parser::parse_scope_block() {
   auto n = make_node(NodeKind::kScope, current().line);
   const bool is_block = current().text == "block";
   next();
@@ -351,7 +353,6 @@ Result<NodePtr> Parser::parse_scope_block(std::string_view end_tag) {
   if (!body.ok()) return body.error();
   n->body = std::move(body).value();
   if (is_block && current().type == TokenType::kName) next();  // {% endblock name %}
-  (void)end_tag;
   return n;
 }
 
