@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <random>
 
 #include "engine/chat/chat_template.h"
@@ -221,10 +222,17 @@ TEST(ChatTemplate, LimitsStopRunawayTemplates) {
   EXPECT_TRUE(fails_within_limits("{{ range(1000000) }}"));
 }
 
+// CHORUS_CLI when ctest sets it, else the chorus-cli built beside this test binary.
+std::string cli_binary() {
+  if (std::getenv("CHORUS_CLI")) return test::cli_path();
+  return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "chorus-cli").string();
+}
+
 // chorus-cli template: exact text on stdout; 2 for template errors, 1 for bad input.
 TEST(ChatTemplateCli, RendersFromFileAndGgufWithExitCodes) {
   const auto dir = test::scratch_dir();
-  const std::string cli = test::cli_path();
+  const std::string cli = cli_binary();
+  ASSERT_TRUE(std::filesystem::exists(cli)) << cli << " not built";
   const std::string tmpl = "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"
                            "{% if add_generation_prompt %}[assistant]{% endif %}{{ tools | length }}";
   test::write_file(dir / "t.jinja", tmpl);
