@@ -248,9 +248,18 @@ Result<Value> f_default(Interpreter&, const Value& v, const CallArgs& args) {
   return fallback ? *fallback : Value::string("");
 }
 
+// jinja2 built-ins not implemented here. They are still known names, so a template that
+// mentions one in a branch it never takes renders as under jinja2; calling one is an error.
+Result<Value> f_unsupported(Interpreter&, const Value&, const CallArgs&) {
+  return make_error("this jinja2 filter is not supported by the chat template engine");
+}
+
 }  // namespace
 
 void add_text_filters(FilterTable& t) {
+  for (const char* name : {"groupby", "wordwrap", "urlize", "urlencode", "xmlattr", "random",
+                           "filesizeformat", "striptags", "slice"})
+    t[name] = f_unsupported;
   t["upper"] = f_upper;
   t["lower"] = f_lower;
   t["capitalize"] = f_capitalize;

@@ -86,6 +86,26 @@ Result<Value> fn_strftime_now(Interpreter& interp, const CallArgs& args) {
   return Value::string("");
 }
 
+// joiner(sep): returns "" on its first call and `sep` on every later one.
+class Joiner : public Callable {
+ public:
+  explicit Joiner(std::string sep) : sep_(std::move(sep)) {}
+  Result<Value> call(Interpreter&, const CallArgs&) const override {
+    if (!used_) { used_ = true; return Value::string(""); }
+    return Value::string(sep_);
+  }
+  std::string name() const override { return "joiner"; }
+
+ private:
+  std::string sep_;
+  mutable bool used_ = false;  // the one stateful global, as in jinja2
+};
+
+Result<Value> fn_joiner(Interpreter&, const CallArgs& args) {
+  const Value* sep = args.find("sep", 0);
+  return Value::callable(std::make_shared<Joiner>(sep ? to_str(*sep) : std::string(", ")));
+}
+
 }  // namespace
 
 void install_globals(Scope& scope, const RenderOptions&) {
@@ -95,6 +115,7 @@ void install_globals(Scope& scope, const RenderOptions&) {
       {"dict", fn_dict},
       {"raise_exception", fn_raise_exception},
       {"strftime_now", fn_strftime_now},
+      {"joiner", fn_joiner},
   };
   for (const auto& [name, fn] : functions)
     scope.set(name, Value::callable(std::make_shared<NativeFunction>(name, fn)));
