@@ -13,8 +13,7 @@ namespace chorus::test {
 
 std::filesystem::path peer_dir() {
   if (const char* p = std::getenv("CHORUS_PEER_DIR")) return p;
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().parent_path() /
-         "shared" / "peer";
+  return CHORUS_DEFAULT_PEER_DIR;
 }
 
 std::filesystem::path scratch_dir() {
@@ -51,7 +50,7 @@ std::filesystem::path default_model_path() {
 
 std::string cli_path() {
   if (const char* p = std::getenv("CHORUS_CLI")) return p;
-  return "chorus-cli";
+  return CHORUS_DEFAULT_CLI;
 }
 
 int run_command(const std::string& cmd, std::string* out, std::string* err) {
