@@ -49,7 +49,7 @@ if [[ ! -f $pcre2_stamp ]]; then
   # Same mirror and keyring as the system's bookworm sources, deb-src only, in a scratch state.
   mirror=$(grep -hoE 'https?://[^ ]*/debian/?( |$)' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
            head -1 | tr -d ' ' || true)
-  mirror=${mirror:-http://deb.debian.org/debian}
+  [[ -n $mirror ]] || die "no Debian mirror found in the apt sources (needed for the pcre2 source package)"
   suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
   echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${mirror%/} $suite main" \
     >"$apt_dir/sources.list"
