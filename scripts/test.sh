@@ -20,7 +20,7 @@ fuzz_smoke() {
     [ -x "$f" ] || continue
     echo "fuzzing $(basename "$f") for ${CHORUS_FUZZ_SECONDS:-30}s"
     corpus=$(mktemp -d)
-    "$f" -max_total_time="${CHORUS_FUZZ_SECONDS:-30}" -rss_limit_mb=2048 -timeout=10 "$corpus" >"$corpus.log" 2>&1 ||
+    "$f" -seed=1 -max_total_time="${CHORUS_FUZZ_SECONDS:-30}" -rss_limit_mb=2048 -timeout=10 "$corpus" >"$corpus.log" 2>&1 ||
       { tail -n 40 "$corpus.log"; exit 1; }
     tail -n 2 "$corpus.log"
     rm -rf "$corpus" "$corpus.log"
