@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "app/bench/bench_commands.h"
+#include "engine/model/default_model.h"
 #include "engine/backend/cpu_backend.h"
 #include "engine/backend/solo_run.h"
 
@@ -24,15 +25,6 @@ int fail(const std::string& message) {
   return 1;
 }
 
-std::string default_model_path() {
-  std::string base;
-  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) {
-    base = xdg;
-  } else if (const char* home = std::getenv("HOME"); home && *home) {
-    base = std::string(home) + "/.local/share";
-  }
-  return base + "/chorus/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-}
 
 struct CpuArgs {
   std::string model = default_model_path();

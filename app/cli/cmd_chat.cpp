@@ -9,6 +9,7 @@
 #include "app/cli/commands.h"
 #include "engine/backend/solo_run.h"
 #include "engine/gguf/gguf_reader.h"
+#include "engine/model/default_model.h"
 #include "engine/prompt/chat_prompt.h"
 #include "engine/tokenizer/streaming_detokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -16,12 +17,6 @@
 namespace chorus::cli {
 namespace {
 
-std::string default_model_path() {
-  const char* xdg = std::getenv("XDG_DATA_HOME");
-  const char* home = std::getenv("HOME");
-  std::string base = xdg && *xdg ? xdg : std::string(home ? home : ".") + "/.local/share";
-  return base + "/chorus/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-}
 
 struct ChatSession {
   Backend& backend;

@@ -1,5 +1,7 @@
 #include "support/test_support.h"
 
+#include "engine/model/default_model.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -41,11 +43,7 @@ void write_file(const std::filesystem::path& p, const std::string& bytes) {
 
 std::filesystem::path default_model_path() {
   if (const char* p = std::getenv("CHORUS_DEFAULT_MODEL")) return p;
-  const char* xdg = std::getenv("XDG_DATA_HOME");
-  const char* home = std::getenv("HOME");
-  std::filesystem::path base = xdg && *xdg ? std::filesystem::path(xdg)
-                                           : std::filesystem::path(home ? home : ".") / ".local" / "share";
-  return base / "chorus" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf";
+  return chorus::default_model_path();
 }
 
 std::string cli_path() {
