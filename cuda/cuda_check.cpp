@@ -2,6 +2,9 @@
 
 #include <cublasLt.h>
 
+#include <cstdlib>
+#include <cstring>
+
 namespace chorus::cuda {
 
 std::string describe_device() {
@@ -21,6 +24,14 @@ void throw_cublas_error(int status, const char* call, const char* file, int line
   throw CudaError(std::string(call) + " failed at " + file + ":" + std::to_string(line) + " on " +
                   describe_device() + ": cuBLAS status " + std::to_string(status) + " (" +
                   cublasLtGetStatusString(static_cast<cublasStatus_t>(status)) + ")");
+}
+
+bool pdl_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("CHORUS_CUDA_PDL");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return enabled;
 }
 
 }  // namespace chorus::cuda

@@ -16,6 +16,10 @@ class CudaError : public std::runtime_error {
 
 std::string describe_device();  // "device 0 (NVIDIA H200)"
 
+// Whether kernels go out with Programmatic Dependent Launch (cuda/launch.cuh); false when the
+// environment sets CHORUS_CUDA_PDL=0. Read once per process.
+bool pdl_enabled();
+
 [[noreturn]] void throw_cuda_error(cudaError_t e, const char* call, const char* file, int line);
 [[noreturn]] void throw_cublas_error(int status, const char* call, const char* file, int line);
 

@@ -1,10 +1,15 @@
 #include "cuda/cuda_check.h"
+#include "cuda/launch.cuh"
 #include "cuda/layer_ops.h"
 
 namespace chorus::cuda {
 namespace {
 
-constexpr int kRowThreads = 256;
+// A row of the residual stream (up to 8192 wide) per block: 1024 threads keep each thread's
+// chain of dependent loads short (a decode step has one row per sequence, so at M = 1 this
+// kernel's latency, not its bandwidth, is what counts).
+constexpr int kRowThreads = 1024;
+constexpr int kEltThreads = 256;
 
 __device__ __forceinline__ float sum_partials(const Partials& a, int row, int i) {
   float s = 0.0f;
@@ -33,11 +38,14 @@ __device__ float block_sum(float v, float* scratch) {
   return total;
 }
 
-__global__ void residual_norm_kernel(const ResidualNormParams p) {
+__global__ void __launch_bounds__(kRowThreads) residual_norm_kernel(const ResidualNormParams p) {
   __shared__ float scratch[32];
+  pdl_wait();
+  pdl_trigger();
   const int row = blockIdx.x;
   float* x = p.x + static_cast<int64_t>(row) * p.n_embd;
   float ss = 0.0f;
+#pragma unroll 4
   for (int i = threadIdx.x; i < p.n_embd; i += kRowThreads) {
     float v = x[i];
     if (p.add.n_splits > 0) {
@@ -49,6 +57,7 @@ __global__ void residual_norm_kernel(const ResidualNormParams p) {
   const float total = block_sum(ss, scratch);
   const float rstd = rsqrtf(total / static_cast<float>(p.n_embd) + p.eps);
   __half* out = p.out + static_cast<int64_t>(row) * p.out_stride;
+#pragma unroll 4
   for (int i = threadIdx.x; i < p.n_embd; i += kRowThreads) out[i] = __float2half_rn(x[i] * rstd * p.norm_w[i]);
 }
 
@@ -77,76 +86,80 @@ __device__ __forceinline__ void rope_pair(const QkvRopeParams& p, int j, int& i0
   }
 }
 
+// Grid (heads, rows): blockIdx.x < n_heads is a query head, then the kv heads' K, then their
+// V; a thread per rotation pair (head_dim / 2 threads), so each row's work spreads over
+// n_heads + 2 n_kv_heads blocks instead of one.
 __global__ void qkv_rope_kernel(const QkvRopeParams p) {
-  const int row = blockIdx.x;
+  pdl_wait();
+  pdl_trigger();
+  const int head = blockIdx.x, row = blockIdx.y, j = threadIdx.x;
   const int q_dim = p.n_heads * p.head_dim, kv_dim = p.n_kv_heads * p.head_dim;
-  const int half_hd = p.head_dim / 2;
-  const double pos = static_cast<double>(p.positions[row]);
-  const int n_pairs = (p.n_heads + p.n_kv_heads) * half_hd;
-  for (int idx = threadIdx.x; idx < n_pairs; idx += blockDim.x) {
-    const int head = idx / half_hd, j = idx % half_hd;
-    int i0, i1, freq;
-    rope_pair(p, j, i0, i1, freq);
-    const bool is_q = head < p.n_heads;
-    const int col0 = is_q ? head * p.head_dim : q_dim + (head - p.n_heads) * p.head_dim;
-    float a = sum_partials(p.qkv, row, col0 + i0), b = sum_partials(p.qkv, row, col0 + i1);
-    const float* bias = is_q ? p.bq : p.bk;
-    if (bias) {
-      const int bcol = is_q ? col0 : col0 - q_dim;
-      a += bias[bcol + i0];
-      b += bias[bcol + i1];
+  if (head >= p.n_heads + p.n_kv_heads) {  // V: copy (+ bias) into the cache
+    const int kvh = head - p.n_heads - p.n_kv_heads;
+    __half* v = p.v_cache + cache_offset(p, row, kvh);
+    for (int i = j; i < p.head_dim; i += blockDim.x) {
+      float val = sum_partials(p.qkv, row, q_dim + kv_dim + kvh * p.head_dim + i);
+      if (p.bv) val += p.bv[kvh * p.head_dim + i];
+      v[i] = __float2half_rn(val);
     }
-    if (freq >= 0) {
-      // Angles in double: pos * base^(-2j/rope_dim) reaches thousands of radians.
-      const double theta = pos * pow(static_cast<double>(p.rope_base), -2.0 * freq / p.rope_dim);
-      double sn, cs;
-      sincos(theta, &sn, &cs);
-      const float c = static_cast<float>(cs), s = static_cast<float>(sn);
-      const float ra = a * c - b * s, rb = a * s + b * c;
-      a = ra;
-      b = rb;
-    }
-    if (is_q) {
-      float* q = p.q_out + static_cast<int64_t>(row) * q_dim + col0;
-      q[i0] = a;
-      q[i1] = b;
-    } else {
-      __half* k = p.k_cache + cache_offset(p, row, head - p.n_heads);
-      k[i0] = __float2half_rn(a);
-      k[i1] = __float2half_rn(b);
-    }
+    return;
   }
-  for (int i = threadIdx.x; i < kv_dim; i += blockDim.x) {
-    float v = sum_partials(p.qkv, row, q_dim + kv_dim + i);
-    if (p.bv) v += p.bv[i];
-    p.v_cache[cache_offset(p, row, i / p.head_dim) + i % p.head_dim] = __float2half_rn(v);
+  int i0, i1, freq;
+  rope_pair(p, j, i0, i1, freq);
+  const bool is_q = head < p.n_heads;
+  const int col0 = is_q ? head * p.head_dim : q_dim + (head - p.n_heads) * p.head_dim;
+  float a = sum_partials(p.qkv, row, col0 + i0), b = sum_partials(p.qkv, row, col0 + i1);
+  const float* bias = is_q ? p.bq : p.bk;
+  if (bias) {
+    const int bcol = is_q ? col0 : col0 - q_dim;
+    a += bias[bcol + i0];
+    b += bias[bcol + i1];
+  }
+  if (freq >= 0) {
+    // Angles in double: pos * base^(-2j/rope_dim) reaches thousands of radians.
+    const double pos = static_cast<double>(p.positions[row]);
+    const double theta = pos * pow(static_cast<double>(p.rope_base), -2.0 * freq / p.rope_dim);
+    double sn, cs;
+    sincos(theta, &sn, &cs);
+    const float c = static_cast<float>(cs), s = static_cast<float>(sn);
+    const float ra = a * c - b * s, rb = a * s + b * c;
+    a = ra;
+    b = rb;
+  }
+  if (is_q) {
+    float* q = p.q_out + static_cast<int64_t>(row) * q_dim + col0;
+    q[i0] = a;
+    q[i1] = b;
+  } else {
+    __half* k = p.k_cache + cache_offset(p, row, head - p.n_heads);
+    k[i0] = __float2half_rn(a);
+    k[i1] = __float2half_rn(b);
   }
 }
 
+// Grid (ceil(n_ff / 256), rows): one element per thread.
 __global__ void swiglu_kernel(const SwigluParams p) {
-  const int row = blockIdx.x;
-  __half* out = p.out + static_cast<int64_t>(row) * p.out_stride;
-  for (int i = threadIdx.x; i < p.n_ff; i += blockDim.x) {
-    const float g = sum_partials(p.gate_up, row, i), u = sum_partials(p.gate_up, row, p.n_ff + i);
-    out[i] = __float2half_rn(g / (1.0f + expf(-g)) * u);
-  }
+  pdl_wait();
+  pdl_trigger();
+  const int row = blockIdx.y, i = blockIdx.x * kEltThreads + threadIdx.x;
+  if (i >= p.n_ff) return;
+  const float g = sum_partials(p.gate_up, row, i), u = sum_partials(p.gate_up, row, p.n_ff + i);
+  p.out[static_cast<int64_t>(row) * p.out_stride + i] = __float2half_rn(g / (1.0f + expf(-g)) * u);
 }
 
 }  // namespace
 
 void launch_residual_norm(const ResidualNormParams& p, cudaStream_t stream) {
-  residual_norm_kernel<<<p.n_rows, kRowThreads, 0, stream>>>(p);
-  CHORUS_CUDA_CHECK_LAUNCH();
+  launch_pdl(residual_norm_kernel, dim3(p.n_rows), dim3(kRowThreads), 0, stream, p);
 }
 
 void launch_qkv_rope(const QkvRopeParams& p, cudaStream_t stream) {
-  qkv_rope_kernel<<<p.n_rows, 256, 0, stream>>>(p);
-  CHORUS_CUDA_CHECK_LAUNCH();
+  launch_pdl(qkv_rope_kernel, dim3(p.n_heads + 2 * p.n_kv_heads, p.n_rows), dim3(p.head_dim / 2), 0, stream, p);
 }
 
 void launch_swiglu(const SwigluParams& p, cudaStream_t stream) {
-  swiglu_kernel<<<p.n_rows, 512, 0, stream>>>(p);
-  CHORUS_CUDA_CHECK_LAUNCH();
+  launch_pdl(swiglu_kernel, dim3((p.n_ff + kEltThreads - 1) / kEltThreads, p.n_rows), dim3(kEltThreads), 0,
+             stream, p);
 }
 
 }  // namespace chorus::cuda
