@@ -6,11 +6,12 @@
 namespace chorus::cuda {
 
 int32_t gemv_choose_splits(int64_t total_rows, int32_t n_tiles, int32_t n_sms) {
-  // Enough blocks for about two per multiprocessor, but at least 2 tiles per split so the
-  // f32 partials stay small next to the weights.
+  // Enough blocks for about four per multiprocessor (what fits beside each other with the
+  // pipelines' shared memory), but at least 2 tiles per split so the f32 partials stay small
+  // next to the weights.
   const int64_t row_blocks = (total_rows + kGemvRowsPerBlock - 1) / kGemvRowsPerBlock;
   int32_t splits = 1;
-  while (row_blocks * splits < 2 * n_sms && n_tiles / (splits * 2) >= 2 && splits < 16) splits *= 2;
+  while (row_blocks * splits < 4 * n_sms && n_tiles / (splits * 2) >= 2 && splits < 16) splits *= 2;
   return splits;
 }
 
@@ -31,7 +32,22 @@ int32_t gemv_choose_splits(int64_t total_rows, int32_t n_tiles, int32_t n_sms) {
                              " has no CUDA kernel");                           \
   }
 
+void prepare_gemv_kernels() {
+  static const bool done = [] {
+    for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0, TensorType::Q4_0,
+                         TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q4_K, TensorType::Q5_K,
+                         TensorType::Q6_K}) {
+#define CALL(T) detail::prepare_gemv_typed<T>()
+      CHORUS_TYPE_SWITCH(t, CALL)
+#undef CALL
+    }
+    return true;
+  }();
+  (void)done;
+}
+
 void launch_gemv(TensorType type, const GemvParams& p, cudaStream_t stream) {
+  prepare_gemv_kernels();  // no-op after the first call; the backend makes that call at load
 #define CALL(T) detail::launch_gemv_typed<T>(p, stream)
   CHORUS_TYPE_SWITCH(type, CALL)
 #undef CALL

@@ -44,6 +44,10 @@ struct GemvParams {
 // Split count for a matrix group: depends on the shape and the device only, never on M.
 int32_t gemv_choose_splits(int64_t total_rows, int32_t n_tiles, int32_t n_sms);
 
+// Raises the dynamic shared-memory limit of every GEMV instantiation (the pipelines take up
+// to ~150 KB). Call once per process before the first launch (not inside graph capture).
+void prepare_gemv_kernels();
+
 // Launches the kernel for `type`. Throws CudaError on a launch failure.
 void launch_gemv(TensorType type, const GemvParams& p, cudaStream_t stream);
 
@@ -58,6 +62,8 @@ void launch_embed_rows(TensorType type, const uint8_t* table, int32_t n_tiles, i
                        int32_t out_stride, cudaStream_t stream);
 
 namespace detail {
+template <TensorType kType>
+void prepare_gemv_typed();
 template <TensorType kType>
 void launch_gemv_typed(const GemvParams& p, cudaStream_t stream);
 template <TensorType kType>
