@@ -2,17 +2,26 @@
 
 #include "cuda/attention.h"
 #include "cuda/cuda_check.h"
+#include "cuda/launch.cuh"
 
 namespace chorus::cuda {
 namespace {
 
 constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
 
-__global__ void attention_chunk_kernel(const AttentionParams p) {
-  __shared__ float q_s[kAttnMaxGroup][kAttnMaxHeadDim];
-  __shared__ float score_s[kAttnMaxGroup][kAttnChunkTokens];
+// kG: query heads per kv head the instantiation holds (>= the model's group); kP: head
+// dimension pairs a lane owns in P.V (head_dim <= 64 kP). Both compile-time so that the
+// unrolled loops issue no predicated-off work (the kernel is latency-bound at small M).
+template <int kG, int kP>
+__global__ void __launch_bounds__(kThreads) attention_chunk_kernel(const AttentionParams p) {
+  __shared__ float q_s[kG][kAttnMaxHeadDim];
+  __shared__ float score_s[kG][kAttnChunkTokens];
   __shared__ int64_t row_off[kAttnChunkTokens];
+  __shared__ float red[kWarps][kG][kP * 64];  // per-warp P.V partials
 
+  pdl_wait();
+  pdl_trigger();
   const int chunk = blockIdx.x, kvh = blockIdx.y, row = blockIdx.z;
   const int len = p.seq_lens[row];
   const int begin = chunk * kAttnChunkTokens;
@@ -39,13 +48,13 @@ __global__ void attention_chunk_kernel(const AttentionParams p) {
 
   // Scores: a warp per position (4 positions in flight), lanes over dimension pairs,
   // butterfly sums (fixed order).
-  constexpr int kPosPerIter = 4;
+  constexpr int kPosPerIter = 8;
   for (int i0 = warp * kPosPerIter; i0 < n_pos; i0 += kPosPerIter * (kThreads / 32)) {
-    float dot[kPosPerIter][kAttnMaxGroup];
+    float dot[kPosPerIter][kG];
 #pragma unroll
     for (int j = 0; j < kPosPerIter; ++j)
 #pragma unroll
-      for (int g = 0; g < kAttnMaxGroup; ++g) dot[j][g] = 0.0f;
+      for (int g = 0; g < kG; ++g) dot[j][g] = 0.0f;
     for (int d2 = lane; d2 < hd / 2; d2 += 32) {
       float2 kf[kPosPerIter];
 #pragma unroll
@@ -54,7 +63,7 @@ __global__ void attention_chunk_kernel(const AttentionParams p) {
         kf[j] = __half22float2(reinterpret_cast<const __half2*>(p.k_cache + row_off[i])[d2]);
       }
 #pragma unroll
-      for (int g = 0; g < kAttnMaxGroup; ++g) {
+      for (int g = 0; g < kG; ++g) {
         if (g < group) {
           const float qx = q_s[g][2 * d2], qy = q_s[g][2 * d2 + 1];
 #pragma unroll
@@ -65,7 +74,7 @@ __global__ void attention_chunk_kernel(const AttentionParams p) {
 #pragma unroll
     for (int j = 0; j < kPosPerIter; ++j) {
 #pragma unroll
-      for (int g = 0; g < kAttnMaxGroup; ++g) {
+      for (int g = 0; g < kG; ++g) {
         float v = dot[j][g];
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -97,24 +106,61 @@ __global__ void attention_chunk_kernel(const AttentionParams p) {
   }
   __syncthreads();
 
-  // Unnormalized output: each thread owns (head, dimension pair) slots, positions in order.
-  for (int slot = threadIdx.x; slot < group * hd / 2; slot += kThreads) {
-    const int g = slot / (hd / 2), d2 = slot % (hd / 2);
-    float ox = 0.0f, oy = 0.0f;
+  // Unnormalized output. Warp w takes positions w, w+4, ... (in order); a lane owns dimension
+  // pairs lane, lane+32, ... and accumulates them for every query head of the group, so each
+  // V element is loaded once per block; the warps' partials are then added in warp order.
+  {
+    float acc[kP][kG][2];
+#pragma unroll
+    for (int jj = 0; jj < kP; ++jj)
+#pragma unroll
+      for (int g = 0; g < kG; ++g) acc[jj][g][0] = acc[jj][g][1] = 0.0f;
 #pragma unroll 8
-    for (int i = 0; i < n_pos; ++i) {
-      const float2 vf = __half22float2(reinterpret_cast<const __half2*>(p.v_cache + row_off[i])[d2]);
-      const float e = score_s[g][i];
-      ox += e * vf.x;
-      oy += e * vf.y;
+    for (int i = warp; i < n_pos; i += kWarps) {
+      const __half2* vrow = reinterpret_cast<const __half2*>(p.v_cache + row_off[i]);
+#pragma unroll
+      for (int jj = 0; jj < kP; ++jj) {
+        const int d2 = lane + 32 * jj;
+        if (d2 < hd / 2) {
+          const float2 vf = __half22float2(vrow[d2]);
+#pragma unroll
+          for (int g = 0; g < kG; ++g) {
+            if (g < group) {
+              const float e = score_s[g][i];
+              acc[jj][g][0] += e * vf.x;
+              acc[jj][g][1] += e * vf.y;
+            }
+          }
+        }
+      }
     }
-    float* o = p.part_o + ((static_cast<int64_t>(row) * p.n_heads + kvh * group + g) * p.max_chunks + chunk) * hd;
-    o[2 * d2] = ox;
-    o[2 * d2 + 1] = oy;
+#pragma unroll
+    for (int jj = 0; jj < kP; ++jj) {
+      const int d2 = lane + 32 * jj;
+      if (d2 < hd / 2) {
+#pragma unroll
+        for (int g = 0; g < kG; ++g) {
+          if (g < group) {
+            red[warp][g][2 * d2] = acc[jj][g][0];
+            red[warp][g][2 * d2 + 1] = acc[jj][g][1];
+          }
+        }
+      }
+    }
+  }
+  __syncthreads();
+  for (int slot = threadIdx.x; slot < group * hd; slot += kThreads) {
+    const int g = slot / hd, d = slot % hd;
+    float o = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) o += red[w][g][d];
+    p.part_o[((static_cast<int64_t>(row) * p.n_heads + kvh * group + g) * p.max_chunks + chunk) * hd + d] = o;
   }
 }
 
 __global__ void attention_combine_kernel(const AttentionParams p) {
+  pdl_wait();
+  pdl_trigger();
   const int head = blockIdx.x, row = blockIdx.y;
   const int n_chunks = (p.seq_lens[row] + kAttnChunkTokens - 1) / kAttnChunkTokens;
   const int64_t base = static_cast<int64_t>(row) * p.n_heads + head;
@@ -138,10 +184,18 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
     throw CudaError("attention: unsupported shape (heads per kv head " + std::to_string(p.n_heads / p.n_kv_heads) +
                     ", head_dim " + std::to_string(p.head_dim) + ")");
   }
-  attention_chunk_kernel<<<dim3(p.grid_chunks, p.n_kv_heads, p.n_rows), kThreads, 0, stream>>>(p);
-  CHORUS_CUDA_CHECK_LAUNCH();
-  attention_combine_kernel<<<dim3(p.n_heads, p.n_rows), 128, 0, stream>>>(p);
-  CHORUS_CUDA_CHECK_LAUNCH();
+  const int group = p.n_heads / p.n_kv_heads;
+  const int pairs = p.head_dim <= 64 ? 1 : (p.head_dim <= 128 ? 2 : 4);
+  const dim3 grid(p.grid_chunks, p.n_kv_heads, p.n_rows);
+  using Kernel = void (*)(AttentionParams);
+  const Kernel kernels[4][3] = {
+      {attention_chunk_kernel<1, 1>, attention_chunk_kernel<1, 2>, attention_chunk_kernel<1, 4>},
+      {attention_chunk_kernel<2, 1>, attention_chunk_kernel<2, 2>, attention_chunk_kernel<2, 4>},
+      {attention_chunk_kernel<4, 1>, attention_chunk_kernel<4, 2>, attention_chunk_kernel<4, 4>},
+      {attention_chunk_kernel<8, 1>, attention_chunk_kernel<8, 2>, attention_chunk_kernel<8, 4>}};
+  const int gi = group <= 1 ? 0 : (group <= 2 ? 1 : (group <= 4 ? 2 : 3));
+  launch_pdl(kernels[gi][pairs == 1 ? 0 : (pairs == 2 ? 1 : 2)], grid, dim3(kThreads), 0, stream, p);
+  launch_pdl(attention_combine_kernel, dim3(p.n_heads, p.n_rows), dim3(128), 0, stream, p);
 }
 
 }  // namespace chorus::cuda

@@ -12,8 +12,8 @@
 
 namespace chorus::cuda {
 
-inline constexpr int kAttnChunkTokens = 64;   // short chunks: more blocks, shorter latency chains
-inline constexpr int kAttnMaxRowsPerLaunch = 128;  // prefill rows go in slices (partials sized for this)
+inline constexpr int kAttnChunkTokens = 32;   // short chunks: more blocks, shorter latency chains
+inline constexpr int kAttnMaxRowsPerLaunch = 32;  // rows per launch (partials sized for this); prompts use attention_prefill
 inline constexpr int kAttnMaxGroup = 8;      // query heads per kv head
 inline constexpr int kAttnMaxHeadDim = 256;
 
@@ -37,5 +37,11 @@ struct AttentionParams {
 };
 
 void launch_attention(const AttentionParams& p, cudaStream_t stream);
+
+// Prefill chunk of one sequence (rows = positions first_pos, first_pos + 1, ...; every row's
+// block table is the same, row 0's is read): tiles of 32 query rows, online softmax
+// (attention_prefill.cu). Needs head_dim % 4 == 0.
+bool attention_prefill_supported(int32_t head_dim);
+void launch_attention_prefill(const AttentionParams& p, int32_t first_pos, cudaStream_t stream);
 
 }  // namespace chorus::cuda

@@ -58,7 +58,8 @@ class CudaBackend final : public Backend {
 
   struct GemvGroup;  // matrices that feed one consumer
   void enqueue_embed(int32_t n_rows);
-  void enqueue_layers(int32_t n_rows, int32_t max_chunks);
+  // prefill_first_pos >= 0: the rows are one sequence's prompt from that position on.
+  void enqueue_layers(int32_t n_rows, int32_t max_chunks, int32_t prefill_first_pos = -1);
   void enqueue_matmul(const DeviceMatrix* const* mats, int n_mats, const __half* x, int32_t n_rows,
                       int32_t n_splits, int32_t out_stride);
   void enqueue_lm_head(int32_t row_begin, int32_t n_rows);

@@ -90,7 +90,7 @@ void CudaBackend::enqueue_embed(int32_t n_rows) {
   launch_residual_norm(rn, stream_->get());
 }
 
-void CudaBackend::enqueue_layers(int32_t n_rows, int32_t grid_chunks) {
+void CudaBackend::enqueue_layers(int32_t n_rows, int32_t grid_chunks, int32_t prefill_first_pos) {
   const ModelConfig& c = model_->config;
   cudaStream_t s = stream_->get();
   const bool gemv = n_rows <= kGemvMaxSeqs;
@@ -145,14 +145,21 @@ void CudaBackend::enqueue_layers(int32_t n_rows, int32_t grid_chunks) {
     ap.part_ml = attn_ml_.get();
     ap.out = h_.get();
     ap.out_stride = h_stride_;
-    for (int32_t r0 = 0; r0 < n_rows; r0 += kAttnMaxRowsPerLaunch) {
-      AttentionParams slice = ap;
-      slice.q = ap.q + static_cast<int64_t>(r0) * c.q_dim();
-      slice.block_tables = ap.block_tables + static_cast<int64_t>(r0) * max_blocks_;
-      slice.seq_lens = ap.seq_lens + r0;
-      slice.out = ap.out + static_cast<int64_t>(r0) * h_stride_;
-      slice.n_rows = std::min(kAttnMaxRowsPerLaunch, n_rows - r0);
-      launch_attention(slice, s);
+    // A prompt chunk of one sequence goes through the tiled prefill kernel; decode rows (and
+    // head sizes it does not take) through the paged decode kernel, one row per token.
+    if (!gemv && prefill_first_pos >= 0 && attention_prefill_supported(c.head_dim)) {
+      ap.n_rows = n_rows;
+      launch_attention_prefill(ap, prefill_first_pos, s);
+    } else {
+      for (int32_t r0 = 0; r0 < n_rows; r0 += kAttnMaxRowsPerLaunch) {
+        AttentionParams slice = ap;
+        slice.q = ap.q + static_cast<int64_t>(r0) * c.q_dim();
+        slice.block_tables = ap.block_tables + static_cast<int64_t>(r0) * max_blocks_;
+        slice.seq_lens = ap.seq_lens + r0;
+        slice.out = ap.out + static_cast<int64_t>(r0) * h_stride_;
+        slice.n_rows = std::min(kAttnMaxRowsPerLaunch, n_rows - r0);
+        launch_attention(slice, s);
+      }
     }
 
     const DeviceMatrix* wo[1] = {&L.wo};
@@ -384,7 +391,7 @@ Result<PrefillResult> CudaBackend::prefill(const PrefillChunk& chunk) {
     const size_t bytes = inputs_.tables + sizeof(int32_t) * static_cast<size_t>(n) * max_blocks_;
     CHORUS_CUDA_CHECK(cudaMemcpyAsync(inputs_dev_.get(), inputs_host_.get(), bytes, cudaMemcpyHostToDevice, s));
     enqueue_embed(n);
-    enqueue_layers(n, chunks_for(chunk.seq.n_past + n));
+    enqueue_layers(n, chunks_for(chunk.seq.n_past + n), chunk.seq.n_past);
     const int32_t n_vocab = model_->config.n_vocab;
     if (chunk.logits == LogitsMode::Return) {
       r.logits.resize(static_cast<size_t>(n) * n_vocab);
