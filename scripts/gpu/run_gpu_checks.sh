@@ -15,7 +15,7 @@ export CHORUS_PEER_DIR=$PWD/$CARRY/peer
 export CHORUS_CUDA_LIB=$PWD/$CARRY/lib/libchorus_cuda.so
 # libcublasLt.so.13: the toolkit's, else the one PyTorch's wheels carry.
 LT=$(ls /usr/local/cuda/lib64/libcublasLt.so.13 2>/dev/null || find / -name 'libcublasLt.so.13' 2>/dev/null | head -1)
-export LD_LIBRARY_PATH=$(dirname "${LT:-/usr/local/cuda/lib64/x}"):${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=$(dirname "${LT:-/usr/local/cuda/lib64/x}"):$PWD/$CARRY/lib:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,memory.total,memory.used,clocks.sm,clocks.mem,driver_version --format=csv | tee "$OUT/gpu.txt"
 declare -A R
 
@@ -59,12 +59,60 @@ if has bench; then
   done
 fi
 
+# The same decode steps with Programmatic Dependent Launch off (A/B for the notes).
+if has nopdl; then
+  for m in l1b l8b; do
+    CHORUS_CUDA_PDL=0 timeout 240 "$BIN/chorus-cuda-bench" /tmp/$m.gguf 1 32 2>&1 | grep -vE "^(attn|ffn|output|token|blk)" \
+      | tee "$OUT/bench_nopdl_$m.txt"
+  done
+fi
+
+# Where a step's time goes: ncu times every kernel of one eager decode step (M = 1 and 32)
+# and of one 512-token prefill on the 8B model; summed per kernel name.
+if has profile; then
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  for what in ${PROFILE_RUNS:-"decode 1" "decode 32" "prefill 1"}; do
+    set -- $what
+    timeout 200 "$NCU" --clock-control none --profile-from-start off --metrics gpu__time_duration.sum --csv \
+      "$BIN/chorus-cuda-bench" --profile $1 /tmp/l8b.gguf $2 > "$OUT/ncu_$1_$2.csv" 2> "$OUT/ncu_$1_$2.err"
+    echo "-- ncu 8B $1 M=$2 (rc $?)"
+    python3 - "$OUT/ncu_$1_$2.csv" <<'PY'
+import csv, sys, collections, re
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+if not rows: print("no ncu rows"); sys.exit()
+h = rows[0]; ki = h.index("Kernel Name"); vi = h.index("Metric Value"); ui = h.index("Metric Unit")
+tot = collections.defaultdict(float); cnt = collections.Counter()
+for r in rows[1:]:
+    v = float(r[vi].replace(",", "")); u = r[ui]
+    us = v / 1e3 if u == "nsecond" else (v if u == "usecond" else v * 1e3)
+    name = re.sub(r"\(.*", "", r[ki]).replace("chorus::cuda::", "")[:60]
+    tot[name] += us; cnt[name] += 1
+all_us = sum(tot.values())
+print(f"kernels {sum(cnt.values())}, sum of kernel times {all_us:.0f} us")
+for n, us in sorted(tot.items(), key=lambda x: -x[1])[:12]:
+    print(f"{us:9.0f} us {cnt[n]:5d}x  {n}")
+PY
+  done
+  # Stall reasons and throughput of one decode attention kernel and one Q4_K GEMV (M = 1).
+  for k in attention_chunk_kernel "gemv_kernel<(chorus::TensorType)12, 1>"; do
+    timeout 120 "$NCU" --clock-control none --profile-from-start off --kernel-name "regex:${k:0:14}" --launch-skip 2 \
+      --launch-count 1 --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats \
+      "$BIN/chorus-cuda-bench" --profile decode /tmp/l8b.gguf 1 > "$OUT/ncu_detail_${k:0:8}.txt" 2>&1
+    echo "-- ncu detail ${k:0:14}"
+    grep -E "Duration|Memory Throughput|DRAM Throughput|Compute \(SM\)|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Stall|Warp Cycles Per Issued|Grid Size|Waves" \
+      "$OUT/ncu_detail_${k:0:8}.txt" | head -24
+  done
+fi
+
 if has enginebench; then
   # The engine needs a tokenizer; chorus-cuda-synth files have none, so try the engine's own
   # synthetic model path when present and the peer tiny model.
   cp "$CARRY/peer/logits/tiny-llama-q4_k_m.gguf" /tmp/tiny.gguf
-  for m in tiny; do
-    timeout 200 "$BIN/chorus-bench" run --model /tmp/$m.gguf --backend cuda --parallel 1,2,4,8,16,32 2>&1 \
+  # chorus-bench synth writes a tokenizer too, so these run through the whole Engine.
+  "$BIN/chorus-bench" synth --shape llama3-8b --type q4_k_m --out /tmp/e8b.gguf > "$OUT/esynth8b.log" 2>&1
+  for m in tiny e8b; do
+    timeout 240 "$BIN/chorus-bench" run --model /tmp/$m.gguf --backend cuda --parallel 1,2,4,8,16,32 \
+      --prompt-tokens 128 --gen-tokens 128 2>&1 \
       | tee "$OUT/enginebench_$m.txt" | tail -n 12
   done
 fi
@@ -72,7 +120,8 @@ fi
 echo "==== summary ===="
 for k in "${!R[@]}"; do echo "test $k: rc=${R[$k]}"; done
 grep -h "cosine" "$OUT/test_backend.log" 2>/dev/null
-for m in l1b l8b tiny; do
+for m in l1b l8b tiny e8b; do
   [ -f "$OUT/bench_$m.txt" ] && { echo "-- $m (chorus-cuda-bench)"; grep -E "^[0-9]+ |prefill|batch-inv" "$OUT/bench_$m.txt"; }
-  [ -f "$OUT/enginebench_$m.txt" ] && { echo "-- $m (chorus-bench run)"; grep -E "batch-invariant" "$OUT/enginebench_$m.txt"; }
+  [ -f "$OUT/bench_nopdl_$m.txt" ] && { echo "-- $m PDL off"; grep -E "^[0-9]+ |prefill" "$OUT/bench_nopdl_$m.txt"; }
+  [ -f "$OUT/enginebench_$m.txt" ] && { echo "-- $m (chorus-bench run)"; tail -n 9 "$OUT/enginebench_$m.txt"; }
 done

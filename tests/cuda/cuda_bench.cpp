@@ -2,6 +2,10 @@
 // N random prompts of 128 tokens prefilled one by one, then 128 greedy decode steps of all
 // N together, timed (aggregate decode tok/s). The tokens are checked against each
 // sequence decoded alone (batched == solo). Then a 512-token prefill is timed.
+//
+// chorus-cuda-bench --profile decode|prefill MODEL.gguf [N]: the region for a profiler run
+// under `ncu --profile-from-start off`: one eager decode step of N sequences (after warm-up),
+// or one 512-token prefill, between cudaProfilerStart and cudaProfilerStop.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -10,6 +14,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include <cuda_profiler_api.h>
 
 #include "cuda/cuda_backend.h"
 #include "cuda/device_memory.h"
@@ -112,9 +118,63 @@ void time_gemv(const std::string& path) {
   }
 }
 
+int profile(const std::string& what, const std::string& path, int n) {
+  cuda::CudaBackendOptions o;
+  o.base.max_batch = 32;
+  o.base.context_tokens = kBlocksPerSeq * 16;
+  o.base.kv_cache_tokens = int64_t{32} * kBlocksPerSeq * 16;
+  o.max_prefill_tokens = 512;
+  o.graphs = cuda::GraphMode::Eager;
+  auto b = cuda::CudaBackend::create(path, o);
+  if (!b) { std::fprintf(stderr, "%s\n", b.message().c_str()); return 1; }
+  std::mt19937 rng(7);
+  const int32_t n_vocab = (*b)->config().n_vocab;
+  std::vector<std::vector<int32_t>> tables(32, std::vector<int32_t>(kBlocksPerSeq));
+  for (size_t s = 0; s < tables.size(); ++s) std::iota(tables[s].begin(), tables[s].end(), static_cast<int32_t>(s) * kBlocksPerSeq);
+  auto prefill = [&](int seq, int n_tokens) {
+    PrefillChunk c;
+    c.seq.block_table = tables[static_cast<size_t>(seq)];
+    std::vector<int32_t> tokens(static_cast<size_t>(n_tokens));
+    for (auto& t : tokens) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab));
+    c.tokens = tokens;
+    c.output = PrefillChunk::Output::SampleLast;
+    auto r = (*b)->prefill(c);
+    if (!r) { std::fprintf(stderr, "prefill: %s\n", r.message().c_str()); std::exit(1); }
+    return r->sampled_token;
+  };
+  if (what == "prefill") {
+    prefill(0, 512);  // warm-up: cuBLASLt plans
+    cudaProfilerStart();
+    prefill(0, 512);
+    cudaProfilerStop();
+    return 0;
+  }
+  std::vector<int32_t> next;
+  for (int s = 0; s < n; ++s) next.push_back(prefill(s, kPrompt));
+  for (int step = 0; step < 4; ++step) {
+    DecodeBatch batch;
+    for (int s = 0; s < n; ++s) {
+      SeqState st;
+      st.block_table = tables[static_cast<size_t>(s)];
+      st.n_past = kPrompt + step;
+      batch.seqs.push_back(st);
+      batch.tokens.push_back(next[static_cast<size_t>(s)]);
+    }
+    if (step == 3) cudaProfilerStart();
+    auto r = (*b)->decode(batch);
+    if (step == 3) cudaProfilerStop();
+    if (!r) { std::fprintf(stderr, "decode: %s\n", r.message().c_str()); return 1; }
+    next = r->tokens;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 4 && std::string(argv[1]) == "--profile") {
+    return profile(argv[2], argv[3], argc >= 5 ? std::atoi(argv[4]) : 1);
+  }
   if (argc < 2) {
     std::fprintf(stderr, "usage: chorus-cuda-bench MODEL.gguf [N ...]\n");
     return 2;
