@@ -1,161 +1,27 @@
 #include <cfloat>
 
 #include "cuda/attention.h"
+#include "cuda/attention_chunk.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/launch.cuh"
 
 namespace chorus::cuda {
 namespace {
 
-constexpr int kThreads = 128;
-constexpr int kWarps = kThreads / 32;
-
-// kG: query heads per kv head the instantiation holds (>= the model's group); kP: head
-// dimension pairs a lane owns in P.V (head_dim <= 64 kP). Both compile-time so that the
-// unrolled loops issue no predicated-off work (the kernel is latency-bound at small M).
 template <int kG, int kP>
-__global__ void __launch_bounds__(kThreads) attention_chunk_kernel(const AttentionParams p) {
-  __shared__ float q_s[kG][kAttnMaxHeadDim];
-  __shared__ float score_s[kG][kAttnChunkTokens];
-  __shared__ int64_t row_off[kAttnChunkTokens];
-  __shared__ float red[kWarps][kG][kP * 64];  // per-warp P.V partials
-
+__global__ void __launch_bounds__(kAttnThreads) attention_chunk_kernel(const AttentionParams p) {
+  __shared__ ChunkSmem<kG, kP> s;
   pdl_wait();
   pdl_trigger();
   const int chunk = blockIdx.x, kvh = blockIdx.y, row = blockIdx.z;
-  const int len = p.seq_lens[row];
-  const int begin = chunk * kAttnChunkTokens;
-  if (begin >= len) return;
-  const int n_pos = min(kAttnChunkTokens, len - begin);
+  if (chunk * kAttnChunkTokens >= p.seq_lens[row]) return;
   const int group = p.n_heads / p.n_kv_heads, hd = p.head_dim;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int q_dim = p.n_heads * hd;
-
-  for (int i = threadIdx.x; i < group * hd; i += kThreads) {
-    q_s[i / hd][i % hd] = p.q[static_cast<int64_t>(row) * q_dim + (kvh * group) * hd + i] * p.scale;
+  for (int i = threadIdx.x; i < group * hd; i += kAttnThreads) {
+    s.q_s[i / hd][i % hd] = p.q[static_cast<int64_t>(row) * q_dim + (kvh * group) * hd + i] * p.scale;
   }
   __syncthreads();
-
-  // Element offset of each position's K/V row, resolved once (keeps the table lookup out of
-  // the loops below, whose loads are then independent and pipelined).
-  const int32_t* table = p.block_tables + static_cast<int64_t>(row) * p.max_blocks;
-  for (int i = threadIdx.x; i < n_pos; i += kThreads) {
-    const int pos = begin + i;
-    row_off[i] = ((static_cast<int64_t>(table[pos / p.block_tokens]) * p.n_kv_heads + kvh) * p.block_tokens +
-                  pos % p.block_tokens) * hd;
-  }
-  __syncthreads();
-
-  // Scores: a warp per position (4 positions in flight), lanes over dimension pairs,
-  // butterfly sums (fixed order).
-  constexpr int kPosPerIter = 8;
-  for (int i0 = warp * kPosPerIter; i0 < n_pos; i0 += kPosPerIter * (kThreads / 32)) {
-    float dot[kPosPerIter][kG];
-#pragma unroll
-    for (int j = 0; j < kPosPerIter; ++j)
-#pragma unroll
-      for (int g = 0; g < kG; ++g) dot[j][g] = 0.0f;
-    for (int d2 = lane; d2 < hd / 2; d2 += 32) {
-      float2 kf[kPosPerIter];
-#pragma unroll
-      for (int j = 0; j < kPosPerIter; ++j) {
-        const int i = min(i0 + j, n_pos - 1);
-        kf[j] = __half22float2(reinterpret_cast<const __half2*>(p.k_cache + row_off[i])[d2]);
-      }
-#pragma unroll
-      for (int g = 0; g < kG; ++g) {
-        if (g < group) {
-          const float qx = q_s[g][2 * d2], qy = q_s[g][2 * d2 + 1];
-#pragma unroll
-          for (int j = 0; j < kPosPerIter; ++j) dot[j][g] += qx * kf[j].x + qy * kf[j].y;
-        }
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < kPosPerIter; ++j) {
-#pragma unroll
-      for (int g = 0; g < kG; ++g) {
-        float v = dot[j][g];
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-        if (lane == 0 && g < group && i0 + j < n_pos) score_s[g][i0 + j] = v;
-      }
-    }
-  }
-  __syncthreads();
-
-  // Per head: max, exp, sum (a warp per head, lane-strided then butterfly).
-  for (int g = warp; g < group; g += kThreads / 32) {
-    float m = -FLT_MAX;
-    for (int i = lane; i < n_pos; i += 32) m = fmaxf(m, score_s[g][i]);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    float l = 0.0f;
-    for (int i = lane; i < n_pos; i += 32) {
-      const float e = expf(score_s[g][i] - m);
-      score_s[g][i] = e;
-      l += e;
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
-    if (lane == 0) {
-      float* ml = p.part_ml + ((static_cast<int64_t>(row) * p.n_heads + kvh * group + g) * p.max_chunks + chunk) * 2;
-      ml[0] = m;
-      ml[1] = l;
-    }
-  }
-  __syncthreads();
-
-  // Unnormalized output. Warp w takes positions w, w+4, ... (in order); a lane owns dimension
-  // pairs lane, lane+32, ... and accumulates them for every query head of the group, so each
-  // V element is loaded once per block; the warps' partials are then added in warp order.
-  {
-    float acc[kP][kG][2];
-#pragma unroll
-    for (int jj = 0; jj < kP; ++jj)
-#pragma unroll
-      for (int g = 0; g < kG; ++g) acc[jj][g][0] = acc[jj][g][1] = 0.0f;
-#pragma unroll 8
-    for (int i = warp; i < n_pos; i += kWarps) {
-      const __half2* vrow = reinterpret_cast<const __half2*>(p.v_cache + row_off[i]);
-#pragma unroll
-      for (int jj = 0; jj < kP; ++jj) {
-        const int d2 = lane + 32 * jj;
-        if (d2 < hd / 2) {
-          const float2 vf = __half22float2(vrow[d2]);
-#pragma unroll
-          for (int g = 0; g < kG; ++g) {
-            if (g < group) {
-              const float e = score_s[g][i];
-              acc[jj][g][0] += e * vf.x;
-              acc[jj][g][1] += e * vf.y;
-            }
-          }
-        }
-      }
-    }
-#pragma unroll
-    for (int jj = 0; jj < kP; ++jj) {
-      const int d2 = lane + 32 * jj;
-      if (d2 < hd / 2) {
-#pragma unroll
-        for (int g = 0; g < kG; ++g) {
-          if (g < group) {
-            red[warp][g][2 * d2] = acc[jj][g][0];
-            red[warp][g][2 * d2 + 1] = acc[jj][g][1];
-          }
-        }
-      }
-    }
-  }
-  __syncthreads();
-  for (int slot = threadIdx.x; slot < group * hd; slot += kThreads) {
-    const int g = slot / hd, d = slot % hd;
-    float o = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) o += red[w][g][d];
-    p.part_o[((static_cast<int64_t>(row) * p.n_heads + kvh * group + g) * p.max_chunks + chunk) * hd + d] = o;
-  }
+  attend_chunk<kG, kP>(p, s, chunk, kvh, row);
 }
 
 __global__ void attention_combine_kernel(const AttentionParams p) {
@@ -163,17 +29,9 @@ __global__ void attention_combine_kernel(const AttentionParams p) {
   pdl_trigger();
   const int head = blockIdx.x, row = blockIdx.y;
   const int n_chunks = (p.seq_lens[row] + kAttnChunkTokens - 1) / kAttnChunkTokens;
-  const int64_t base = static_cast<int64_t>(row) * p.n_heads + head;
-  const float* ml = p.part_ml + base * p.max_chunks * 2;
-  float m = -FLT_MAX;
-  for (int c = 0; c < n_chunks; ++c) m = fmaxf(m, ml[2 * c]);
-  float l = 0.0f;
-  for (int c = 0; c < n_chunks; ++c) l += ml[2 * c + 1] * expf(ml[2 * c] - m);
-  const float inv_l = 1.0f / l;
   for (int d = threadIdx.x; d < p.head_dim; d += blockDim.x) {
-    float o = 0.0f;
-    for (int c = 0; c < n_chunks; ++c) o += p.part_o[(base * p.max_chunks + c) * p.head_dim + d] * expf(ml[2 * c] - m);
-    p.out[static_cast<int64_t>(row) * p.out_stride + head * p.head_dim + d] = __float2half_rn(o * inv_l);
+    p.out[static_cast<int64_t>(row) * p.out_stride + head * p.head_dim + d] =
+        __float2half_rn(combine_chunks(p, row, head, d, n_chunks));
   }
 }
 
@@ -194,7 +52,7 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
       {attention_chunk_kernel<4, 1>, attention_chunk_kernel<4, 2>, attention_chunk_kernel<4, 4>},
       {attention_chunk_kernel<8, 1>, attention_chunk_kernel<8, 2>, attention_chunk_kernel<8, 4>}};
   const int gi = group <= 1 ? 0 : (group <= 2 ? 1 : (group <= 4 ? 2 : 3));
-  launch_pdl(kernels[gi][pairs == 1 ? 0 : (pairs == 2 ? 1 : 2)], grid, dim3(kThreads), 0, stream, p);
+  launch_pdl(kernels[gi][pairs == 1 ? 0 : (pairs == 2 ? 1 : 2)], grid, dim3(kAttnThreads), 0, stream, p);
   launch_pdl(attention_combine_kernel, dim3(p.n_heads, p.n_rows), dim3(128), 0, stream, p);
 }
 

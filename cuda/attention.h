@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "cuda/rope.cuh"
+
 namespace chorus::cuda {
 
 inline constexpr int kAttnChunkTokens = 32;   // short chunks: more blocks, shorter latency chains
@@ -19,8 +21,8 @@ inline constexpr int kAttnMaxHeadDim = 256;
 
 struct AttentionParams {
   const float* q = nullptr;               // [n_rows][n_heads * head_dim], RoPE applied
-  const __half* k_cache = nullptr;        // this layer: [n_blocks][n_kv_heads][block_tokens][head_dim]
-  const __half* v_cache = nullptr;
+  __half* k_cache = nullptr;              // this layer: [n_blocks][n_kv_heads][block_tokens][head_dim]
+  __half* v_cache = nullptr;
   const int32_t* block_tables = nullptr;  // [n_rows][max_blocks]
   int32_t max_blocks = 0;
   int32_t block_tokens = 0;
@@ -37,6 +39,20 @@ struct AttentionParams {
 };
 
 void launch_attention(const AttentionParams& p, cudaStream_t stream);
+
+// A decode step's attention in one launch (attention_decode.cu). Row r is one sequence's new
+// token at position seq_lens[r] - 1. The block that owns the chunk holding that position
+// rotates the token's K and writes K and V into the cache before reading the chunk; every
+// block rotates its own copy of the queries; the last chunk block of each (row, kv head) to
+// finish merges the chunk partials in chunk order and writes the output. `attn.q` is unused.
+struct DecodeAttentionParams {
+  AttentionParams attn;
+  const float* qkv = nullptr;  // [n_rows][qkv_stride]: q | k | v columns, biases included
+  int32_t qkv_stride = 0;
+  RopeSpec rope;
+  int32_t* counters = nullptr;  // [n_rows][n_kv_heads], zero between launches
+};
+void launch_attention_decode(const DecodeAttentionParams& p, cudaStream_t stream);
 
 // Prefill chunk of one sequence (rows = positions first_pos, first_pos + 1, ...; every row's
 // block table is the same, row 0's is read): tiles of 32 query rows, online softmax

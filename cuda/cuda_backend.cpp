@@ -82,10 +82,10 @@ void CudaBackend::init(const std::string& model_path, const CudaBackendOptions& 
   CHORUS_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   const int64_t weights_b = device_model_bytes(model_->weights);
   const int64_t kv_token_b = int64_t{2} * c.n_layers * c.kv_dim() * 2;
-  const int64_t n_max = std::max<int64_t>({c.q_dim() + 2 * c.kv_dim(), c.n_embd, 2 * c.n_ff});
+  const int64_t n_max = std::max<int64_t>({c.q_dim() + 2 * c.kv_dim(), c.n_embd, 2 * c.n_ff + 32});
   const int64_t buffers_b = int64_t{max_rows_} * (n_max * 4 + c.q_dim() * 4 * (1 + max_chunks_)) +
                             int64_t{16} * max_batch_ * n_max * 4 + int64_t{4} * max_batch_ * c.n_vocab * 4 +
-                            int64_t{256} * kMib;
+                            int64_t{2} * c.n_ff * c.n_embd * 2 + int64_t{256} * kMib;
   const int64_t min_kv_tokens = int64_t{context_tokens_};
   const int64_t needed = weights_b + buffers_b + min_kv_tokens * kv_token_b;
   if (needed > static_cast<int64_t>(free_b)) {
@@ -108,10 +108,11 @@ void CudaBackend::init(const std::string& model_path, const CudaBackendOptions& 
   const int32_t tiles_embd = static_cast<int32_t>(round_up(c.n_embd, kTileElems) / kTileElems);
   const int32_t tiles_q = static_cast<int32_t>(round_up(c.q_dim(), kTileElems) / kTileElems);
   const int32_t tiles_ff = static_cast<int32_t>(round_up(c.n_ff, kTileElems) / kTileElems);
-  splits_qkv_ = gemv_choose_splits(c.q_dim() + 2 * c.kv_dim(), tiles_embd, n_sms_);
-  splits_o_ = gemv_choose_splits(c.n_embd, tiles_q, n_sms_);
-  splits_ffn_up_ = gemv_choose_splits(2 * c.n_ff, tiles_embd, n_sms_);
-  splits_down_ = gemv_choose_splits(c.n_embd, tiles_ff, n_sms_);
+  split_qkv_ = gemv_choose_splits(c.q_dim() + 2 * c.kv_dim(), tiles_embd, n_sms_);
+  split_o_ = gemv_choose_splits(c.n_embd, tiles_q, n_sms_);
+  split_ffn_up_ = gemv_choose_splits(2 * c.n_ff, tiles_embd, n_sms_);
+  split_down_ = gemv_choose_splits(c.n_embd, tiles_ff, n_sms_);
+  split_lm_ = GemvSplitShape{1, tiles_embd};
 }
 
 void CudaBackend::allocate_buffers(int64_t kv_tokens) {
@@ -120,25 +121,47 @@ void CudaBackend::allocate_buffers(int64_t kv_tokens) {
   const int64_t layer_elems = int64_t{kv_layout_.n_blocks} * c.n_kv_heads * kv_layout_.block_tokens * c.head_dim;
   kv_cache_ = DeviceBuffer<__half>(static_cast<size_t>(layer_elems * 2 * c.n_layers));
   x_ = DeviceBuffer<float>(static_cast<size_t>(max_rows_) * c.n_embd);
+  ss_stride_ = (c.n_embd + kNormGroup - 1) / kNormGroup;
+  ss_ = DeviceBuffer<float>(static_cast<size_t>(max_rows_) * ss_stride_);
   h_stride_ = static_cast<int32_t>(round_up(std::max({c.n_embd, c.q_dim(), c.n_ff}), kTileElems));
   h_ = DeviceBuffer<__half>(static_cast<size_t>(max_rows_) * h_stride_);
   h_ff_ = DeviceBuffer<__half>(static_cast<size_t>(max_rows_) * h_stride_);
   CHORUS_CUDA_CHECK(cudaMemset(h_.get(), 0, h_.size_bytes()));
   CHORUS_CUDA_CHECK(cudaMemset(h_ff_.get(), 0, h_ff_.size_bytes()));
-  const int64_t n_max = std::max<int64_t>({c.q_dim() + 2 * c.kv_dim(), c.n_embd, 2 * c.n_ff});
-  split_stride_ = int64_t{max_batch_} * n_max;
-  partials_ = DeviceBuffer<float>(static_cast<size_t>(std::max<int64_t>(16 * split_stride_, max_rows_ * n_max)));
+
+  // Widest product: q|k|v, the (interleaved, padded) gate|up pair, or n_embd.
+  int64_t ff_cols = 2 * c.n_ff, max_w = 0, max_row_blocks = 0;
+  for (const DeviceLayer& l : weights_.layers) {
+    if (l.ffn_fused()) ff_cols = std::max(ff_cols, l.w_gate_up.n_rows);
+    for (const DeviceMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate_up, &l.w_gate, &l.w_up, &l.w_down}) {
+      max_w = std::max<int64_t>(max_w, m->n_rows * m->n_tiles * kTileElems);
+    }
+    GemvMats qkv;
+    qkv.n_mats = 3;
+    qkv.n_rows[0] = static_cast<int32_t>(l.wq.n_rows);
+    qkv.n_rows[1] = static_cast<int32_t>(l.wk.n_rows);
+    qkv.n_rows[2] = static_cast<int32_t>(l.wv.n_rows);
+    max_row_blocks = std::max<int64_t>(max_row_blocks, gemv_row_blocks(qkv));
+  }
+  max_row_blocks = std::max<int64_t>(
+      {max_row_blocks, (ff_cols + kGemvRowsPerBlock - 1) / kGemvRowsPerBlock, (c.n_embd + kGemvRowsPerBlock - 1) / kGemvRowsPerBlock});
+  mm_stride_ = static_cast<int32_t>(std::max<int64_t>({c.q_dim() + 2 * c.kv_dim(), c.n_embd, ff_cols}));
+  mm_out_ = DeviceBuffer<float>(static_cast<size_t>(max_rows_) * mm_stride_);
+  split_stride_ = int64_t{max_batch_} * mm_stride_;
+  partials_ = DeviceBuffer<float>(static_cast<size_t>(16 * split_stride_));
+  gemv_counters_ = DeviceBuffer<int32_t>(static_cast<size_t>(max_row_blocks));
+  CHORUS_CUDA_CHECK(cudaMemset(gemv_counters_.get(), 0, gemv_counters_.size_bytes()));
+  attn_counters_ = DeviceBuffer<int32_t>(static_cast<size_t>(kAttnMaxRowsPerLaunch) * c.n_kv_heads);
+  CHORUS_CUDA_CHECK(cudaMemset(attn_counters_.get(), 0, attn_counters_.size_bytes()));
+  const int64_t lm_blocks = (weights_.lm_head().n_rows + kGemvRowsPerBlock - 1) / kGemvRowsPerBlock;
+  argmax_val_ = DeviceBuffer<float>(static_cast<size_t>(lm_blocks * kGemvMaxSeqs));
+  argmax_idx_ = DeviceBuffer<int32_t>(static_cast<size_t>(lm_blocks * kGemvMaxSeqs));
+
   q_ = DeviceBuffer<float>(static_cast<size_t>(max_rows_) * c.q_dim());
   attn_o_ = DeviceBuffer<float>(static_cast<size_t>(std::min(max_rows_, kAttnMaxRowsPerLaunch)) * c.n_heads * max_chunks_ * c.head_dim);
   attn_ml_ = DeviceBuffer<float>(static_cast<size_t>(std::min(max_rows_, kAttnMaxRowsPerLaunch)) * c.n_heads * max_chunks_ * 2);
   logits_ = DeviceBuffer<float>(static_cast<size_t>(max_batch_) * c.n_vocab);
   sample_work_ = DeviceBuffer<float>(static_cast<size_t>(max_batch_) * c.n_vocab);
-  int64_t max_w = 0;
-  for (const DeviceLayer& l : weights_.layers) {
-    for (const DeviceMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
-      max_w = std::max<int64_t>(max_w, m->n_rows * m->n_tiles * kTileElems);
-    }
-  }
   w_f16_ = DeviceBuffer<__half>(static_cast<size_t>(max_w));
   inputs_ = StepInputsLayout::make(max_rows_, max_blocks_, max_batch_);
   inputs_dev_ = DeviceBuffer<uint8_t>(inputs_.total_bytes);

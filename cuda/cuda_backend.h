@@ -11,7 +11,9 @@
 
 #include "cuda/device_memory.h"
 #include "cuda/device_model.h"
+#include "cuda/attention.h"
 #include "cuda/gemm_lt.h"
+#include "cuda/gemv.h"
 #include "cuda/sampling.h"
 #include "engine/backend/backend.h"
 #include "engine/model/model_file.h"
@@ -56,12 +58,33 @@ class CudaBackend final : public Backend {
   void init(const std::string& model_path, const CudaBackendOptions& opts);
   void allocate_buffers(int64_t kv_tokens);
 
-  struct GemvGroup;  // matrices that feed one consumer
+  // One GEMV product: up to three matrices sharing K (a launch per run of one type).
+  struct GemvCall {
+    const DeviceMatrix* mats[kGemvMaxMats] = {};
+    const float* bias[kGemvMaxMats] = {};
+    int n_mats = 0;
+    GemvInput in;
+    GemvOutput out;
+    GemvSplitShape split;
+    int32_t part_stride = 0;  // output columns of the whole product
+  };
+  void enqueue_gemv(const GemvCall& call, int32_t n_rows);
+  GemvInput norm_input(const float* norm_w, int32_t row_begin = 0) const;
+  GemvInput half_input(const __half* x) const;
+  GemvOutput residual_output() const;
+
   void enqueue_embed(int32_t n_rows);
-  // prefill_first_pos >= 0: the rows are one sequence's prompt from that position on.
-  void enqueue_layers(int32_t n_rows, int32_t max_chunks, int32_t prefill_first_pos = -1);
-  void enqueue_matmul(const DeviceMatrix* const* mats, int n_mats, const __half* x, int32_t n_rows,
-                      int32_t n_splits, int32_t out_stride);
+  // Rows <= kGemvMaxSeqs: the batched GEMV route with fused norms, residuals and SwiGLU.
+  // prefill_first_pos >= 0: the rows are one sequence's prompt from that position on
+  // (attention through qkv_rope + the per-row kernel); otherwise one decode token per row
+  // (fused decode attention).
+  void enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, int32_t prefill_first_pos);
+  void enqueue_attention_gemv(int32_t il, int32_t n_rows, int32_t grid_chunks, int32_t prefill_first_pos);
+  // Longer prompt chunks: f16 dequantization + cuBLASLt GEMM per matrix, separate kernels.
+  void enqueue_layers_gemm(int32_t n_rows, int32_t prefill_first_pos);
+  void enqueue_matmul_gemm(const DeviceMatrix* const* mats, int n_mats, const __half* x, int32_t n_rows,
+                           int32_t out_stride);
+  AttentionParams attention_params(int32_t il, int32_t n_rows, int32_t grid_chunks) const;
   void enqueue_lm_head(int32_t row_begin, int32_t n_rows);
   void enqueue_sample(int32_t n_rows);
   void enqueue_decode(int32_t n_rows, int32_t max_chunks);
@@ -80,18 +103,26 @@ class CudaBackend final : public Backend {
   int32_t max_rows_ = 0, max_blocks_ = 0, max_chunks_ = 0;
   GraphMode graph_mode_ = GraphMode::Replay;
 
-  // Split counts per matrix group, fixed at load (never depend on M).
-  int32_t splits_qkv_ = 1, splits_o_ = 1, splits_ffn_up_ = 1, splits_down_ = 1;
+  // Split shapes per matrix group, fixed at load (never depend on M).
+  GemvSplitShape split_qkv_, split_o_, split_ffn_up_, split_down_, split_lm_;
 
   std::unique_ptr<Stream> stream_;
   std::unique_ptr<GemmLt> gemm_;
   DeviceBuffer<__half> kv_cache_;   // [n_layers][2][n_blocks][n_kv_heads][block_tokens][head_dim]
-  DeviceBuffer<float> x_;           // [max_rows][n_embd]
-  DeviceBuffer<__half> h_;          // [max_rows][h_stride], zero padding past each row's width
+  DeviceBuffer<float> x_;           // [max_rows][n_embd] residual stream
+  DeviceBuffer<float> ss_;          // [max_rows][ss_stride]: sums of squares of x_ per 64 columns
+  int32_t ss_stride_ = 0;
+  DeviceBuffer<__half> h_;          // [max_rows][h_stride]: attention output / normalized rows (GEMM route)
   DeviceBuffer<__half> h_ff_;       // [max_rows][h_stride], SwiGLU output (the down projection's input)
   int32_t h_stride_ = 0;
-  DeviceBuffer<float> partials_;    // GEMV split partials / GEMM outputs
+  DeviceBuffer<float> mm_out_;      // [max_rows][mm_stride]: q|k|v, gate|up, GEMM outputs
+  int32_t mm_stride_ = 0;
+  DeviceBuffer<float> partials_;    // GEMV split partials [16][max_batch][mm_stride]
   int64_t split_stride_ = 0;
+  DeviceBuffer<int32_t> gemv_counters_;  // [max row blocks of a split launch], zero between launches
+  DeviceBuffer<int32_t> attn_counters_;  // [max_batch][n_kv_heads], zero between launches
+  DeviceBuffer<float> argmax_val_;  // [LM head row blocks][kGemvMaxSeqs]
+  DeviceBuffer<int32_t> argmax_idx_;
   DeviceBuffer<float> q_;           // [max_rows][q_dim]
   DeviceBuffer<float> attn_o_, attn_ml_;
   DeviceBuffer<float> logits_;      // [max_batch][n_vocab]

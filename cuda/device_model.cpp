@@ -1,5 +1,6 @@
 #include "cuda/device_model.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "cuda/weight_repack.h"
@@ -12,8 +13,42 @@ int64_t matrix_bytes(const TensorView& t) {
   const auto rec = tile_record_bytes(t.type);
   if (!rec) throw CudaError("tensor " + t.name + " has type " + tensor_type_name(static_cast<uint32_t>(t.type)) +
                             ", which has no CUDA kernel");
-  const int64_t n_tiles = (t.ne0 + kTileElems - 1) / kTileElems;
-  return t.ne1 * n_tiles * *rec;
+  RepackedShape s{t.ne1, t.ne0, (t.ne0 + kTileElems - 1) / kTileElems, *rec};
+  return static_cast<int64_t>(s.size_bytes());
+}
+
+// Repacks the GGUF rows `rows` (one per output row, null = zero) and uploads them, a slab of
+// row groups at a time so the host staging stays small.
+DeviceMatrix upload_rows(TensorType type, int64_t n_cols, const std::vector<const uint8_t*>& rows) {
+  DeviceMatrix m;
+  m.type = type;
+  m.n_rows = static_cast<int64_t>(rows.size());
+  m.n_cols = n_cols;
+  m.n_tiles = static_cast<int32_t>((n_cols + kTileElems - 1) / kTileElems);
+  m.record_bytes = *tile_record_bytes(type);
+  const RepackedShape shape{m.n_rows, m.n_cols, m.n_tiles, m.record_bytes};
+  m.data = DeviceBuffer<uint8_t>(shape.size_bytes());
+  const int64_t group_bytes = int64_t{kRowGroup} * m.n_tiles * m.record_bytes;
+  const int64_t groups_per_slab = std::max<int64_t>(1, (64 << 20) / group_bytes);
+  std::vector<uint8_t> slab(static_cast<size_t>(std::min(groups_per_slab, shape.n_groups()) * group_bytes));
+  for (int64_t g = 0; g < shape.n_groups(); g += groups_per_slab) {
+    const int64_t g_end = std::min(shape.n_groups(), g + groups_per_slab);
+    repack_groups(type, n_cols, rows, g, g_end, slab.data());
+    CHORUS_CUDA_CHECK(cudaMemcpy(m.data.get() + g * group_bytes, slab.data(),
+                                 static_cast<size_t>((g_end - g) * group_bytes), cudaMemcpyHostToDevice));
+  }
+  return m;
+}
+
+std::vector<const uint8_t*> row_pointers(const TensorView& t, int64_t n_rows) {
+  const size_t row_bytes = row_size_bytes(t.type, t.ne0);
+  std::vector<const uint8_t*> rows(static_cast<size_t>(n_rows));
+  for (int64_t r = 0; r < n_rows; ++r) rows[static_cast<size_t>(r)] = static_cast<const uint8_t*>(t.data) + r * row_bytes;
+  return rows;
+}
+
+bool same_shape_and_type(const TensorView& a, const TensorView& b) {
+  return a.type == b.type && a.ne0 == b.ne0 && a.ne1 == b.ne1;
 }
 
 DeviceBuffer<float> upload_vector(const TensorView& t) {
@@ -28,24 +63,21 @@ DeviceBuffer<float> upload_vector(const TensorView& t) {
 }  // namespace
 
 DeviceMatrix upload_matrix(const TensorView& t) {
-  DeviceMatrix m;
-  m.type = t.type;
-  m.n_rows = t.ne1;
-  m.n_cols = t.ne0;
-  m.n_tiles = static_cast<int32_t>((t.ne0 + kTileElems - 1) / kTileElems);
-  m.record_bytes = *tile_record_bytes(t.type);
-  m.data = DeviceBuffer<uint8_t>(static_cast<size_t>(matrix_bytes(t)));
-  // Repack and copy in slabs of rows so the host staging stays small.
-  const int64_t row_bytes = static_cast<int64_t>(m.n_tiles) * m.record_bytes;
-  const int64_t rows_per_slab = std::max<int64_t>(1, (64 << 20) / row_bytes);
-  std::vector<uint8_t> slab(static_cast<size_t>(std::min(rows_per_slab, m.n_rows) * row_bytes));
-  for (int64_t r = 0; r < m.n_rows; r += rows_per_slab) {
-    const int64_t r_end = std::min(m.n_rows, r + rows_per_slab);
-    repack_rows(t.type, t.data, t.ne0, r, r_end, slab.data());
-    CHORUS_CUDA_CHECK(cudaMemcpy(m.data.get() + r * row_bytes, slab.data(), static_cast<size_t>((r_end - r) * row_bytes),
-                                 cudaMemcpyHostToDevice));
+  matrix_bytes(t);  // throws for a type without a kernel
+  return upload_rows(t.type, t.ne0, row_pointers(t, t.ne1));
+}
+
+DeviceMatrix upload_gate_up(const TensorView& gate, const TensorView& up) {
+  if (!same_shape_and_type(gate, up)) throw CudaError("gate and up of different shapes or types cannot be fused");
+  matrix_bytes(gate);
+  const int64_t n_ff = gate.ne1, n_groups = (n_ff + kRowGroup - 1) / kRowGroup;
+  const auto g = row_pointers(gate, n_ff), u = row_pointers(up, n_ff);
+  std::vector<const uint8_t*> rows(static_cast<size_t>(2 * n_groups * kRowGroup), nullptr);
+  for (int64_t i = 0; i < n_ff; ++i) {
+    rows[static_cast<size_t>(gate_up_column(i))] = g[static_cast<size_t>(i)];
+    rows[static_cast<size_t>(gate_up_column(i) + kRowGroup)] = u[static_cast<size_t>(i)];
   }
-  return m;
+  return upload_rows(gate.type, gate.ne0, rows);
 }
 
 int64_t device_model_bytes(const ModelWeights& w) {
@@ -79,8 +111,12 @@ DeviceModel upload_model(const ModelConfig& config, const ModelWeights& w) {
     d.wk = upload_matrix(s.wk);
     d.wv = upload_matrix(s.wv);
     d.wo = upload_matrix(s.wo);
-    d.w_gate = upload_matrix(s.w_gate);
-    d.w_up = upload_matrix(s.w_up);
+    if (same_shape_and_type(s.w_gate, s.w_up)) {
+      d.w_gate_up = upload_gate_up(s.w_gate, s.w_up);
+    } else {
+      d.w_gate = upload_matrix(s.w_gate);
+      d.w_up = upload_matrix(s.w_up);
+    }
     d.w_down = upload_matrix(s.w_down);
   }
   (void)config;

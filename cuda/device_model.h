@@ -13,18 +13,24 @@ namespace chorus::cuda {
 
 struct DeviceMatrix {
   TensorType type = TensorType::F32;
-  int64_t n_rows = 0;   // output features (ne1)
+  int64_t n_rows = 0;   // output features (ne1); for a fused gate/up pair, 2 * round_up(n_ff, 16)
   int64_t n_cols = 0;   // input features (ne0)
   int32_t n_tiles = 0;  // ceil(n_cols / 256)
   int32_t record_bytes = 0;
-  DeviceBuffer<uint8_t> data;  // [n_rows][n_tiles][record_bytes]
+  DeviceBuffer<uint8_t> data;  // [ceil(n_rows / 16)][n_tiles][16][record_bytes] (weight_repack.h)
   const uint8_t* ptr() const { return data.get(); }
 };
 
 struct DeviceLayer {
   DeviceBuffer<float> attn_norm, ffn_norm;  // [n_embd]
   DeviceBuffer<float> bq, bk, bv;           // [q_dim] / [kv_dim]; empty without biases
-  DeviceMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
+  DeviceMatrix wq, wk, wv, wo, w_down;
+  // Gate and up as one matrix whose 16-row groups alternate gate, up, gate, up...: rows
+  // [32j, 32j+16) are gate rows [16j, 16j+16) and the next 16 the same up rows, so one GEMV
+  // block holds both inputs of each SwiGLU output (gemv.h). Used when both have one type;
+  // otherwise w_gate and w_up hold them apart and w_gate_up is empty.
+  DeviceMatrix w_gate_up, w_gate, w_up;
+  bool ffn_fused() const { return w_gate_up.n_rows > 0; }
 };
 
 struct DeviceModel {
@@ -46,5 +52,13 @@ DeviceModel upload_model(const ModelConfig& config, const ModelWeights& w);
 
 // A single matrix (tests and tools).
 DeviceMatrix upload_matrix(const TensorView& t);
+
+// Gate and up interleaved by 16-row groups as DeviceLayer::w_gate_up describes (same type and
+// shape required).
+DeviceMatrix upload_gate_up(const TensorView& gate, const TensorView& up);
+
+// Output column (fused row) of FFN feature i in a w_gate_up product; the up value sits 16
+// columns further.
+inline int64_t gate_up_column(int64_t i) { return (i / 16) * 32 + i % 16; }
 
 }  // namespace chorus::cuda

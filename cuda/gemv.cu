@@ -1,19 +1,53 @@
 #include <algorithm>
+#include <string>
 
 #include "cuda/cuda_check.h"
 #include "cuda/gemv.h"
 
 namespace chorus::cuda {
 
-int32_t gemv_choose_splits(int64_t total_rows, int32_t n_tiles, int32_t n_sms) {
-  // Enough blocks for about four per multiprocessor (what fits beside each other with the
-  // pipelines' shared memory), but at least 2 tiles per split so the f32 partials stay small
-  // next to the weights.
-  const int64_t row_blocks = (total_rows + kGemvRowsPerBlock - 1) / kGemvRowsPerBlock;
+GemvSplitShape gemv_choose_splits(int64_t total_rows, int32_t n_tiles, int32_t n_sms) {
+  // Enough warps (16 rows x one split each) for about 8 per multiprocessor, keeping at least 2
+  // tiles per split so the f32 partials stay small next to the weights.
+  const int64_t warps = (total_rows + 15) / 16;
   int32_t splits = 1;
-  while (row_blocks * splits < 4 * n_sms && n_tiles / (splits * 2) >= 2 && splits < 16) splits *= 2;
-  return splits;
+  while (warps * splits < 8 * n_sms && n_tiles / (splits * 2) >= 2 && splits < 16) splits *= 2;
+  GemvSplitShape s;
+  s.tiles_per_split = (n_tiles + splits - 1) / splits;
+  s.n_splits = (n_tiles + s.tiles_per_split - 1) / s.tiles_per_split;  // no empty split
+  return s;
 }
+
+int32_t gemv_row_blocks(const GemvMats& m) {
+  int32_t n = 0;
+  for (int i = 0; i < m.n_mats; ++i) n += (m.n_rows[i] + kGemvRowsPerBlock - 1) / kGemvRowsPerBlock;
+  return n;
+}
+
+namespace {
+
+// Parameter combinations the kernel relies on; a violation is a bug in the caller.
+void check_params(const GemvParams& p) {
+  auto fail = [](const std::string& what) { throw CudaError("gemv: " + what); };
+  if (p.n_seqs < 1 || p.n_seqs > kGemvMaxSeqs) fail(std::to_string(p.n_seqs) + " rows (1.." + std::to_string(kGemvMaxSeqs) + ")");
+  if (p.mats.n_mats < 1 || p.mats.n_mats > kGemvMaxMats) fail("matrix count");
+  if (p.split.n_splits < 1 || p.split.tiles_per_split < 1 ||
+      (p.split.n_splits - 1) * p.split.tiles_per_split >= p.mats.n_tiles) {
+    fail("split shape " + std::to_string(p.split.n_splits) + " x " + std::to_string(p.split.tiles_per_split) +
+         " for " + std::to_string(p.mats.n_tiles) + " tiles");
+  }
+  const bool fused = p.out.kind != GemvOut::Partials && p.out.kind != GemvOut::Sum;
+  if (fused && (p.mats.n_mats != 1 || p.mats.col_begin[0] != 0)) fail("fused outputs take one matrix at column 0");
+  if ((p.out.kind == GemvOut::Partials || p.split.n_splits > 1) && p.split.partials == nullptr) fail("no partials buffer");
+  if (p.out.kind != GemvOut::Partials && p.split.n_splits > 1 && p.split.counters == nullptr) fail("no counters");
+  if (p.out.kind == GemvOut::Logits && p.split.n_splits != 1) fail("logits take one split");
+  if (p.out.kind == GemvOut::Residual && p.out.ss == nullptr) fail("residual output without sums of squares");
+  if (p.in.kind == GemvIn::NormF32 && (p.in.resid == nullptr || p.in.ss == nullptr || p.in.norm_w == nullptr)) {
+    fail("normalized input without residual rows, sums of squares or weights");
+  }
+}
+
+}  // namespace
 
 #define CHORUS_TYPE_SWITCH(type, CALL)                                          \
   switch (type) {                                                              \
@@ -46,8 +80,12 @@ void prepare_gemv_kernels() {
   (void)done;
 }
 
-void launch_gemv(TensorType type, const GemvParams& p, cudaStream_t stream) {
+void launch_gemv(TensorType type, GemvParams p, cudaStream_t stream) {
   prepare_gemv_kernels();  // no-op after the first call; the backend makes that call at load
+  check_params(p);
+  // Activation tiles staged at once: as many as the budget holds for this M (any chunking gives
+  // the same arithmetic: the accumulators run on across chunks).
+  p.x_chunk_tiles = std::clamp(kGemvXBudgetBytes / (p.n_seqs * kGemvXTileBytes), 1, p.split.tiles_per_split);
 #define CALL(T) detail::launch_gemv_typed<T>(p, stream)
   CHORUS_TYPE_SWITCH(type, CALL)
 #undef CALL
@@ -60,11 +98,8 @@ void launch_dequant_f16(TensorType type, const uint8_t* w, int64_t n_rows, int32
 #undef CALL
 }
 
-void launch_embed_rows(TensorType type, const uint8_t* table, int32_t n_tiles, int32_t record_bytes, int32_t n_cols,
-                       const int32_t* tokens, int32_t n_tokens, float* out, int32_t out_stride,
-                       cudaStream_t stream) {
-#define CALL(T) \
-  detail::launch_embed_typed<T>(table, n_tiles, record_bytes, n_cols, tokens, n_tokens, out, out_stride, stream)
+void launch_embed_rows(TensorType type, const EmbedParams& p, cudaStream_t stream) {
+#define CALL(T) detail::launch_embed_typed<T>(p, stream)
   CHORUS_TYPE_SWITCH(type, CALL)
 #undef CALL
 }

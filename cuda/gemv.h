@@ -1,13 +1,22 @@
 #pragma once
 // Batched quantized GEMV for a decode step (and small prefill chunks): out = W x for M <= 32
-// activation rows at once. Each weight tile is read from memory once per step and dequantized
-// in registers, then fed to mma.sync (m16n8k16, f16 in, f32 accumulate) against all M rows.
+// activation rows at once. Each weight tile is read from memory once per step (one bulk copy
+// per warp and tile into shared memory), dequantized in registers and fed to mma.sync
+// (m16n8k16, f16 in, f32 accumulate) against all M rows.
+//
+// The kernel also does the work around the product that would otherwise cost launches:
+//   input : f16 rows as they are, or RMSNorm of the f32 residual rows (the row's scale from
+//           per-64-column sums of squares that the producer left, times the norm weights);
+//   output: raw split partials; or, in the last block of each 64-row block to finish, the
+//           split partials added in split order and then written (+ bias), added to the
+//           residual (with new sums of squares), turned into SwiGLU of an interleaved
+//           gate/up pair, or written as logits with a per-block argmax.
 //
 // Reduction order, fixed for every M (batch invariance): K is cut into `n_splits` contiguous
-// ranges of tiles chosen from the matrix shape only; within a range tiles go in order, and
-// within a tile the 16 k-steps go in order. Each split writes its own f32 partial; consumers
-// add the partials in split order. A row's result therefore never depends on M or on the
-// other rows of the batch.
+// ranges of tiles chosen from the matrix shape only; within a range tiles go in order, within a
+// tile the 16 k-steps go in order; split partials are added in split order; sums of squares
+// are per 64 columns in a fixed tree and added in column order. A row's result therefore never
+// depends on M or on the other rows of the batch.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -19,47 +28,120 @@ namespace chorus::cuda {
 
 inline constexpr int kGemvMaxSeqs = 32;
 inline constexpr int kGemvMaxMats = 3;
+inline constexpr int kGemvWarps = 4;
 inline constexpr int kGemvRowsPerBlock = 64;  // 4 warps x 16 rows
+inline constexpr int kNormGroup = 64;         // columns per sum-of-squares partial
+// Activations staged in shared memory per launch: one tile of one row takes 640 bytes (4 parts
+// of 64 halves, each padded to 80); a launch stages as many tiles as fit this budget.
+inline constexpr int kGemvXTileBytes = 640;
+inline constexpr int kGemvXBudgetBytes = 64 * 1024;
 
-struct GemvParams {
-  // Up to three matrices of the same type and K, launched together; their outputs are laid
-  // side by side: matrix i writes columns [col_begin[i], col_begin[i] + n_rows[i]).
-  const uint8_t* w[kGemvMaxMats] = {};  // repacked tiles, [n_rows][n_tiles][record_bytes]
+enum class GemvIn : int32_t {
+  Half,     // x: f16 rows
+  NormF32,  // RMSNorm(residual rows) * norm weights, rounded to f16
+};
+
+enum class GemvOut : int32_t {
+  Partials,  // f32 partial per split: [n_splits][n_seqs][part_stride]
+  Sum,       // out[seq][col] = sum of splits (+ bias)
+  Residual,  // residual[seq][col] += sum of splits; sums of squares per 64 columns
+  SwiGlu,    // interleaved gate/up rows -> out_h[seq][i] = f16(silu(gate_i) * up_i)
+  Logits,    // out[seq][col] = sum (one split); per-block argmax (value, lowest index)
+};
+
+struct GemvMats {
+  // Up to three matrices of the same type and K, launched together; matrix i writes columns
+  // [col_begin[i], col_begin[i] + n_rows[i]).
+  const uint8_t* w[kGemvMaxMats] = {};  // repacked [groups][n_tiles][16][record_bytes]
   int32_t n_rows[kGemvMaxMats] = {};
   int32_t col_begin[kGemvMaxMats] = {};
+  const float* bias[kGemvMaxMats] = {};  // Sum: [n_rows[i]] or null
   int32_t n_mats = 0;
-  int32_t n_tiles = 0;        // ceil(K / 256)
+  int32_t n_tiles = 0;  // ceil(K / 256)
   int32_t record_bytes = 0;
-  int32_t k_elems = 0;        // K
-  const __half* x = nullptr;  // [n_seqs][x_stride], f16 activations
+  int32_t k_elems = 0;  // K
+};
+
+struct GemvInput {
+  GemvIn kind = GemvIn::Half;
+  const __half* x = nullptr;  // Half: [n_seqs][x_stride]
   int32_t x_stride = 0;
-  int32_t n_seqs = 0;         // M, 1..32
-  float* out = nullptr;       // [n_splits][n_seqs][out_stride] f32 partials
-  int32_t out_stride = 0;
-  int64_t split_stride = 0;   // elements between two splits' partials
+  const float* resid = nullptr;  // NormF32: [n_seqs][resid_stride], K columns
+  int32_t resid_stride = 0;
+  const float* ss = nullptr;  // NormF32: [n_seqs][ss_stride] sums of squares per 64 columns
+  int32_t ss_stride = 0;
+  const float* norm_w = nullptr;  // NormF32: [K]
+  float eps = 1e-5f;
+};
+
+struct GemvSplit {
   int32_t n_splits = 1;
   int32_t tiles_per_split = 0;
+  float* partials = nullptr;  // [n_splits][n_seqs][part_stride] (any output kind with n_splits > 1)
+  int64_t split_stride = 0;   // elements between two splits' partials
+  int32_t part_stride = 0;    // elements between two rows' partials
+  int32_t* counters = nullptr;  // one per block column (gridDim.x), zero between launches
+};
+
+struct GemvOutput {
+  GemvOut kind = GemvOut::Partials;
+  float* out = nullptr;  // Sum, Logits: [n_seqs][out_stride]; Residual: the residual rows
+  int32_t out_stride = 0;
+  float* ss = nullptr;  // Residual: [n_seqs][ss_stride]
+  int32_t ss_stride = 0;
+  __half* out_h = nullptr;  // SwiGlu: [n_seqs][out_h_stride]
+  int32_t out_h_stride = 0;
+  int32_t n_ff = 0;             // SwiGlu: outputs per row
+  float* argmax_val = nullptr;  // Logits: [gridDim.x][kGemvMaxSeqs]
+  int32_t* argmax_idx = nullptr;
+};
+
+struct GemvParams {
+  GemvMats mats;
+  GemvInput in;
+  GemvSplit split;
+  GemvOutput out;
+  int32_t n_seqs = 0;        // M, 1..32
+  int32_t x_chunk_tiles = 0;  // set by launch_gemv: K tiles of x staged in shared memory at once
 };
 
 // Split count for a matrix group: depends on the shape and the device only, never on M.
-int32_t gemv_choose_splits(int64_t total_rows, int32_t n_tiles, int32_t n_sms);
+// Also returns tiles_per_split such that every split has at least one tile.
+struct GemvSplitShape {
+  int32_t n_splits = 1;
+  int32_t tiles_per_split = 0;
+};
+GemvSplitShape gemv_choose_splits(int64_t total_rows, int32_t n_tiles, int32_t n_sms);
 
-// Raises the dynamic shared-memory limit of every GEMV instantiation (the pipelines take up
-// to ~150 KB). Call once per process before the first launch (not inside graph capture).
+// Blocks along x of a launch (64-row blocks of every matrix): the size of `counters` and of
+// the argmax arrays.
+int32_t gemv_row_blocks(const GemvMats& m);
+
+// Raises the dynamic shared-memory limit of every GEMV instantiation. Call once per process
+// before the first launch (not inside graph capture).
 void prepare_gemv_kernels();
 
-// Launches the kernel for `type`. Throws CudaError on a launch failure.
-void launch_gemv(TensorType type, const GemvParams& p, cudaStream_t stream);
+// Launches the kernel for `type`. Throws CudaError on a launch failure or bad parameters.
+void launch_gemv(TensorType type, GemvParams p, cudaStream_t stream);
 
 // Dequantizes a whole repacked matrix into f16, row-major [n_rows][n_tiles * 256]
 // (prefill's tensor-core GEMM reads it).
 void launch_dequant_f16(TensorType type, const uint8_t* w, int64_t n_rows, int32_t n_tiles,
                         int32_t record_bytes, __half* out, cudaStream_t stream);
 
-// Embedding lookup: out[i][0..n_cols) = row tokens[i] of the repacked table, as f32.
-void launch_embed_rows(TensorType type, const uint8_t* table, int32_t n_tiles, int32_t record_bytes,
-                       int32_t n_cols, const int32_t* tokens, int32_t n_tokens, float* out,
-                       int32_t out_stride, cudaStream_t stream);
+// Embedding lookup: out[i][0..n_cols) = row tokens[i] of the repacked table, as f32, and
+// ss[i][g] = sum of squares of columns [64g, 64g+64) (the first layer's RMSNorm input).
+struct EmbedParams {
+  const uint8_t* table = nullptr;
+  int32_t n_tiles = 0, record_bytes = 0, n_cols = 0;
+  const int32_t* tokens = nullptr;
+  int32_t n_tokens = 0;
+  float* out = nullptr;
+  int32_t out_stride = 0;
+  float* ss = nullptr;
+  int32_t ss_stride = 0;
+};
+void launch_embed_rows(TensorType type, const EmbedParams& p, cudaStream_t stream);
 
 namespace detail {
 template <TensorType kType>
@@ -70,9 +152,7 @@ template <TensorType kType>
 void launch_dequant_typed(const uint8_t* w, int64_t n_rows, int32_t n_tiles, int32_t record_bytes, __half* out,
                           cudaStream_t stream);
 template <TensorType kType>
-void launch_embed_typed(const uint8_t* table, int32_t n_tiles, int32_t record_bytes, int32_t n_cols,
-                        const int32_t* tokens, int32_t n_tokens, float* out, int32_t out_stride,
-                        cudaStream_t stream);
+void launch_embed_typed(const EmbedParams& p, cudaStream_t stream);
 }  // namespace detail
 
 }  // namespace chorus::cuda

@@ -1,10 +1,20 @@
 #pragma once
 // The batched GEMV kernel template (see gemv.h). Included by one .cu per type family so that
 // nvcc's work is spread over several translation units.
+//
+// A block is 4 warps; warp w owns the 16 rows [row0 + 16w, +16) of one matrix over one split
+// of K. Each warp runs its own weight pipeline: lane 0 bulk-copies the warp's 16 records of a
+// tile (one contiguous run in the repacked layout) into a stage and the warp waits on that
+// stage's mbarrier, so warps never wait for each other inside the loop. The first stages are
+// requested before pdl_wait(): weights are constant, so they stream in while the previous
+// kernel drains. Activations are staged once per chunk of tiles for the whole block.
 #include <cuda_fp16.h>
 
+#include "cuda/bulk_copy.cuh"
 #include "cuda/cuda_check.h"
+#include "cuda/dequant_kernels.cuh"
 #include "cuda/gemv.h"
+#include "cuda/gemv_epilogue.cuh"
 #include "cuda/launch.cuh"
 #include "cuda/quant_tile.cuh"
 #include "cuda/weight_repack.h"
@@ -12,7 +22,7 @@
 namespace chorus::cuda {
 
 // Record size of one 256-element tile (weight_repack.h); the host table is checked against
-// this in launch_nt.
+// this at launch.
 constexpr int record_bytes_of(TensorType t) {
   switch (t) {
     case TensorType::F32: return 1024;
@@ -29,240 +39,225 @@ constexpr int record_bytes_of(TensorType t) {
   }
 }
 
-// Shared-memory activation tile: row n holds 256 halves in 4 groups of 64 (one per thread
-// part t). Group stride 80 halves (40 words = 8 mod 32) and row stride 328 halves (164 words
-// = 4 mod 32) keep the 16-byte B-fragment loads of each quarter-warp (lanes g = 2j, 2j+1,
-// t = 0..3) on 8 distinct 4-bank slots, and every chunk 16-byte aligned for cp.async.
-inline constexpr int kXGroupStride = 80;
-inline constexpr int kXRowStride = 328;
-
-// Pipeline shape for one (type, n-tiles) instantiation: each stage holds the activation tile
-// (kNT*8 rows) and the 64 weight rows' records of one 256-element tile of K.
-template <TensorType kType, int kNT>
-struct GemvPipe {
-  static constexpr int kRecord = record_bytes_of(kType);
-  static constexpr int kStages = kRecord > 288 ? 2 : (kNT >= 3 ? 3 : 4);
-  static constexpr int kXBytes = kNT * 8 * kXRowStride * 2;
-  static constexpr int kWBytes = kGemvRowsPerBlock * kRecord;
-  static constexpr int kStageBytes = kXBytes + kWBytes;
-  static constexpr int kSmemBytes = kStages * kStageBytes;
-  static_assert(kXBytes % 16 == 0 && kWBytes % 16 == 0, "stages must stay 16-byte aligned");
+// Per-type weight pipeline: a stage is one warp's 16 records of one tile.
+template <TensorType kType>
+struct GemvShape {
+  static constexpr int kRec = record_bytes_of(kType);
+  static constexpr int kWarpTile = kRowGroup * kRec;
+  // Q4_K (2304 B): 4 stages; Q6_K (3584 B) and up: 3, so 4 blocks fit a multiprocessor at M <= 8.
+  static constexpr int kStages = kWarpTile <= 3072 ? 4 : (kWarpTile <= 8192 ? 3 : 2);
+  static constexpr int kBarBytes = 128;  // kGemvWarps x kStages mbarriers, padded
+  static constexpr int kWBytes = kGemvWarps * kStages * kWarpTile;
+  static_assert(kGemvWarps * kStages * 8 <= kBarBytes && kWarpTile % 16 == 0, "pipeline layout");
 };
 
+// Shared-memory activations: row n (one sequence) holds the chunk's tiles, each as 4 parts of
+// 64 halves (thread part t's elements, natural order) at a stride of 80 halves; rows are
+// 320 * tiles + 8 halves apart. Part stride 40 words (8 mod 32) and row stride 160 * tiles + 4
+// words (4 mod 8) keep the 16-byte B-fragment loads of each quarter-warp (lanes g = 2j, 2j+1,
+// t = 0..3) on 8 distinct 4-bank slots.
+inline constexpr int kXPartHalves = 80;
+inline constexpr int kXTileHalves = 4 * kXPartHalves;
+static_assert(kXTileHalves * 2 == kGemvXTileBytes, "gemv.h sizes the chunk with this");
+__host__ __device__ constexpr int x_row_halves(int chunk_tiles) { return chunk_tiles * kXTileHalves + 8; }
+
 __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// 16-byte global -> shared copy that bypasses L1; zero-fills when !valid (src not read).
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
-  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+// 8 consecutive activations of row n from element k (zero past K), as f16.
+__device__ __forceinline__ uint4 load_x8(const GemvInput& in, float rstd, int n, int k, int k_elems) {
+  __half h[8];
+  if (in.kind == GemvIn::Half) {
+    const __half* src = in.x + static_cast<int64_t>(n) * in.x_stride + k;
+    if (k + 8 <= k_elems && in.x_stride % 8 == 0) return *reinterpret_cast<const uint4*>(src);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) h[j] = k + j < k_elems ? src[j] : __float2half_rn(0.0f);
+  } else {
+    const float* src = in.resid + static_cast<int64_t>(n) * in.resid_stride + k;
+    float f[8];
+    if (k + 8 <= k_elems && in.resid_stride % 4 == 0) {
+      const float4 a = *reinterpret_cast<const float4*>(src), b = *reinterpret_cast<const float4*>(src + 4);
+      const float4 wa = *reinterpret_cast<const float4*>(in.norm_w + k);
+      const float4 wb = *reinterpret_cast<const float4*>(in.norm_w + k + 4);
+      f[0] = a.x * rstd * wa.x; f[1] = a.y * rstd * wa.y; f[2] = a.z * rstd * wa.z; f[3] = a.w * rstd * wa.w;
+      f[4] = b.x * rstd * wb.x; f[5] = b.y * rstd * wb.y; f[6] = b.z * rstd * wb.z; f[7] = b.w * rstd * wb.w;
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) f[j] = k + j < k_elems ? src[j] * rstd * in.norm_w[k + j] : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) h[j] = __float2half_rn(f[j]);
+  }
+  uint4 u;
+  memcpy(&u, h, 16);
+  return u;
 }
 
-// One block = 64 rows (4 warps x 16) of one matrix x one split of K. A multistage cp.async
-// pipeline keeps kStages-1 tiles (weights and activations) in flight while the warps
-// dequantize and multiply the current one. The weight copies of the first stages are issued
-// before pdl_wait(): weights are constant, so they stream while the previous kernel drains.
+// Stages tiles [tile0, tile0 + n_tiles) of every row's activations (layout above). Each thread
+// loads up to 4 vectors before storing any, so a round costs one memory latency, not four.
+__device__ inline void stage_x(const GemvParams& p, const float* rstd, __half* xs, int tile0, int n_tiles) {
+  constexpr int kBatch = 4;
+  const int rs = x_row_halves(p.x_chunk_tiles), per_row = n_tiles * 32;  // 16-byte vectors per row
+  const int total = p.n_seqs * per_row;
+  for (int v0 = threadIdx.x; v0 < total; v0 += kBatch * blockDim.x) {
+    uint4 val[kBatch];
+    int dst[kBatch];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int v = v0 + j * blockDim.x;
+      dst[j] = -1;
+      if (v >= total) continue;
+      const int n = v / per_row, r = v - n * per_row;
+      const int tile = r >> 5, e = (r & 31) * 8;  // element within the tile
+      const int k = (tile0 + tile) * kTileElems + e;
+      const float scale = p.in.kind == GemvIn::NormF32 ? rstd[n] : 1.0f;
+      val[j] = load_x8(p.in, scale, n, k, p.mats.k_elems);
+      dst[j] = n * rs + tile * kXTileHalves + (e >> 6) * kXPartHalves + (e & 63);
+    }
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      if (dst[j] >= 0) *reinterpret_cast<uint4*>(xs + dst[j]) = val[j];
+    }
+  }
+}
+
+// 1 / rms of each row from the producer's per-64-column sums of squares: a warp per row,
+// lanes over groups, then a fixed butterfly (one memory latency instead of one per group).
+__device__ inline void load_rstd(const GemvParams& p, float* rstd) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int n_groups = (p.mats.k_elems + kNormGroup - 1) / kNormGroup;
+  for (int n = warp; n < p.n_seqs; n += kGemvWarps) {
+    const float* ss = p.in.ss + static_cast<int64_t>(n) * p.in.ss_stride;
+    float s = 0.0f;
+    for (int g = lane; g < n_groups; g += 32) s += ss[g];
+    s = warp_sum(s);
+    if (lane == 0) rstd[n] = rsqrtf(s / static_cast<float>(p.mats.k_elems) + p.in.eps);
+  }
+  __syncthreads();
+}
+
+// One tile of the warp's 16 rows against every activation row: lane (g, t) dequantizes part t
+// of rows g and g+8, chunk c giving the A fragments of k-steps 2c and 2c+1.
 template <TensorType kType, int kNT>
-__global__ void __launch_bounds__(128) gemv_kernel(const GemvParams p) {
-  using Pipe = GemvPipe<kType, kNT>;
-  constexpr int kRec = Pipe::kRecord, kS = Pipe::kStages;
-  extern __shared__ __align__(16) uint8_t smem[];  // [kS][x tile | 64 weight records]
-
-  // Which matrix and which 64-row block of it.
-  int rb = blockIdx.x, mat = 0;
-  const int blocks0 = (p.n_rows[0] + kGemvRowsPerBlock - 1) / kGemvRowsPerBlock;
-  const int blocks1 = (p.n_rows[1] + kGemvRowsPerBlock - 1) / kGemvRowsPerBlock;
-  if (p.n_mats > 1 && rb >= blocks0) {
-    rb -= blocks0;
-    mat = 1;
-    if (p.n_mats > 2 && rb >= blocks1) { rb -= blocks1; mat = 2; }
-  }
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+__device__ __forceinline__ void warp_tile_mma(const uint8_t* wt, const __half* xt, int rs, int n_seqs, int lane,
+                                              float (&acc)[kNT][4]) {
+  using L = PartLoader<kType>;
+  constexpr int kRec = GemvShape<kType>::kRec;
   const int g = lane >> 2, t = lane & 3;
-  // Explicit selects keep the parameter arrays out of local memory.
-  const int n_rows = mat == 0 ? p.n_rows[0] : (mat == 1 ? p.n_rows[1] : p.n_rows[2]);
-  const uint8_t* w_mat = mat == 0 ? p.w[0] : (mat == 1 ? p.w[1] : p.w[2]);
-  const int col_begin = mat == 0 ? p.col_begin[0] : (mat == 1 ? p.col_begin[1] : p.col_begin[2]);
-  const int block_row0 = rb * kGemvRowsPerBlock;
-  const int row_base = block_row0 + warp * 16;
-  const bool warp_active = row_base < n_rows;
-  const int64_t row_bytes = static_cast<int64_t>(p.n_tiles) * kRec;
-
-  const int tile_begin = blockIdx.y * p.tiles_per_split;
-  const int n_my = max(0, min(p.n_tiles, tile_begin + p.tiles_per_split) - tile_begin);
-
-  auto stage_ptr = [&](int slot) { return smem + slot * Pipe::kStageBytes; };
-  auto issue_w = [&](int i) {  // weight records of tile tile_begin+i into slot i % kS
-    uint8_t* dst = stage_ptr(i % kS) + Pipe::kXBytes;
-    const int64_t tile_off = static_cast<int64_t>(tile_begin + i) * kRec;
-    constexpr int kChunksPerRow = kRec / 16, kChunks = kGemvRowsPerBlock * kChunksPerRow;
-    for (int c = tid; c < kChunks; c += 128) {
-      const int r = c / kChunksPerRow, k = c - r * kChunksPerRow;
-      const int row = min(block_row0 + r, n_rows - 1);  // rows past the end duplicate the last (not stored)
-      cp_async16(dst + r * kRec + 16 * k, w_mat + row * row_bytes + tile_off + 16 * k, true);
-    }
-  };
-  auto issue_x = [&](int i) {  // activations of tile tile_begin+i, zero past M and K
-    __half* dst = reinterpret_cast<__half*>(stage_ptr(i % kS));
-    const int k_base = (tile_begin + i) * kTileElems;
-    constexpr int kChunks = kNT * 8 * 32;
-    for (int c = tid; c < kChunks; c += 128) {
-      const int n = c >> 5, kc = (c & 31) * 8;
-      const bool valid = n < p.n_seqs && k_base + kc < p.k_elems;
-      const __half* src = valid ? p.x + static_cast<int64_t>(n) * p.x_stride + k_base + kc : p.x;
-      cp_async16(dst + n * kXRowStride + (kc >> 6) * kXGroupStride + (kc & 63), src, valid);
-    }
-  };
-
+  const typename L::Row ra = L::load(wt + g * kRec, t);
+  const typename L::Row rb = L::load(wt + (g + 8) * kRec, t);
+  const __half* xb = xt + t * kXPartHalves + g * rs;
 #pragma unroll
-  for (int i = 0; i < kS - 1; ++i) if (i < n_my) issue_w(i);
-  pdl_wait();
+  for (int c = 0; c < 8; ++c) {
+    __half2 wa[4], wb[4];
+    L::chunk(ra, c, wa);
+    L::chunk(rb, c, wb);
+    const uint32_t a0[4] = {h2_as_u32(wa[0]), h2_as_u32(wb[0]), h2_as_u32(wa[1]), h2_as_u32(wb[1])};
+    const uint32_t a1[4] = {h2_as_u32(wa[2]), h2_as_u32(wb[2]), h2_as_u32(wa[3]), h2_as_u32(wb[3])};
 #pragma unroll
-  for (int i = 0; i < kS - 1; ++i) {
-    if (i < n_my) issue_x(i);
-    cp_async_commit();
+    for (int nt = 0; nt < kNT; ++nt) {
+      uint4 b = make_uint4(0u, 0u, 0u, 0u);
+      if (nt * 8 + g < n_seqs) b = *reinterpret_cast<const uint4*>(xb + nt * 8 * rs + 8 * c);
+      mma_16816(acc[nt], a0, b.x, b.y);  // k-step 2c
+      mma_16816(acc[nt], a1, b.z, b.w);  // k-step 2c+1
+    }
   }
+}
+
+template <TensorType kType>
+__device__ __forceinline__ void issue_tile(uint64_t* bars, uint8_t* stages, const uint8_t* src, int i) {
+  using S = GemvShape<kType>;
+  const int slot = i % S::kStages;
+  mbar_arrive_expect_tx(bars + slot, S::kWarpTile);
+  bulk_copy_g2s(stages + slot * S::kWarpTile, src + static_cast<int64_t>(i) * S::kWarpTile, S::kWarpTile, bars + slot);
+}
+
+template <TensorType kType, int kNT>
+__global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvParams p) {
+  using S = GemvShape<kType>;
+  extern __shared__ __align__(128) uint8_t smem[];  // [barriers | warps' weight stages | x chunk / vals]
+  __shared__ float rstd_s[kGemvMaxSeqs];
+  __shared__ int last_s;
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const BlockRows br = locate_block(p.mats, blockIdx.x);
+  const int tile_begin = blockIdx.y * p.split.tiles_per_split;
+  const int n_my = max(0, min(p.mats.n_tiles, tile_begin + p.split.tiles_per_split) - tile_begin);
+  const int warp_row0 = br.row0 + warp * kRowGroup;
+  const bool warp_active = warp_row0 < br.n_rows;
+
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem) + warp * S::kStages;
+  uint8_t* stages = smem + S::kBarBytes + warp * S::kStages * S::kWarpTile;
+  __half* xs = reinterpret_cast<__half*>(smem + S::kBarBytes + S::kWBytes);
+  const uint8_t* w_src =
+      br.w + (static_cast<int64_t>(warp_row0 / kRowGroup) * p.mats.n_tiles + tile_begin) * S::kWarpTile;
+  if (lane == 0) {
+    for (int s = 0; s < S::kStages; ++s) mbar_init(bars + s, 1);
+    mbar_fence_init();
+  }
+  __syncwarp();
+  if (warp_active && lane == 0) {
+    for (int i = 0; i < S::kStages && i < n_my; ++i) issue_tile<kType>(bars, stages, w_src, i);
+  }
+  pdl_wait();
   pdl_trigger();
+  if (p.in.kind == GemvIn::NormF32) load_rstd(p, rstd_s);
 
   float acc[kNT][4];
 #pragma unroll
   for (int i = 0; i < kNT; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
-
-  for (int it = 0; it < n_my; ++it) {
-    cp_async_wait<kS - 2>();  // this thread's copies of stage `it` landed
-    __syncthreads();          // everyone's did; and everyone is done with the slot refilled next
-    const int nxt = it + kS - 1;
-    if (nxt < n_my) {
-      issue_w(nxt);
-      issue_x(nxt);
-    }
-    cp_async_commit();
-    if (warp_active) {
-      const uint8_t* st = stage_ptr(it % kS);
-      const uint8_t* w_st = st + Pipe::kXBytes + warp * 16 * kRec;
-      __half2 wa[32], wb[32];
-      TileDequant<kType>::run(w_st + g * kRec, t, wa);
-      TileDequant<kType>::run(w_st + (g + 8) * kRec, t, wb);
-      const __half* xb = reinterpret_cast<const __half*>(st) + t * kXGroupStride + g * kXRowStride;
-#pragma unroll
-      for (int s2 = 0; s2 < 8; ++s2) {
-        const uint32_t a0[4] = {h2_as_u32(wa[4 * s2]), h2_as_u32(wb[4 * s2]), h2_as_u32(wa[4 * s2 + 1]),
-                                h2_as_u32(wb[4 * s2 + 1])};
-        const uint32_t a1[4] = {h2_as_u32(wa[4 * s2 + 2]), h2_as_u32(wb[4 * s2 + 2]), h2_as_u32(wa[4 * s2 + 3]),
-                                h2_as_u32(wb[4 * s2 + 3])};
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) {
-          const uint4 b = *reinterpret_cast<const uint4*>(xb + nt * 8 * kXRowStride + 8 * s2);
-          mma_16816(acc[nt], a0, b.x, b.y);  // k-step 2*s2
-          mma_16816(acc[nt], a1, b.z, b.w);  // k-step 2*s2+1
-        }
-      }
+  const int rs = x_row_halves(p.x_chunk_tiles);
+  for (int c0 = 0; c0 < n_my; c0 += p.x_chunk_tiles) {
+    const int n_chunk = min(p.x_chunk_tiles, n_my - c0);
+    if (c0 > 0) __syncthreads();  // every warp is done with the previous chunk
+    stage_x(p, rstd_s, xs, tile_begin + c0, n_chunk);
+    __syncthreads();
+    if (!warp_active) continue;
+    for (int i = c0; i < c0 + n_chunk; ++i) {
+      const int slot = i % S::kStages;
+      mbar_wait(bars + slot, static_cast<uint32_t>(i / S::kStages) & 1u);
+      warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, xs + (i - c0) * kXTileHalves, rs, p.n_seqs, lane, acc);
+      __syncwarp();  // the whole warp has read the stage before it is refilled
+      if (lane == 0 && i + S::kStages < n_my) issue_tile<kType>(bars, stages, w_src, i + S::kStages);
     }
   }
-  cp_async_wait<0>();
-  if (!warp_active) return;
-
-  float* out = p.out + blockIdx.y * p.split_stride + col_begin;
-#pragma unroll
-  for (int nt = 0; nt < kNT; ++nt) {
-    const int n0 = nt * 8 + 2 * t;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int n = n0 + (j & 1);
-      const int row = row_base + g + (j >> 1) * 8;
-      if (n < p.n_seqs && row < n_rows) out[static_cast<int64_t>(n) * p.out_stride + row] = acc[nt][j];
-    }
-  }
-}
-
-// Thread idx dequantizes part (idx & 3) of tile record idx >> 2, i.e. the 64 halves at
-// out[idx * 64]: consecutive threads own consecutive 128-byte pieces. Each warp first puts its
-// 32 pieces in shared memory (pitch 144 B: conflict-free 16-byte accesses) and then writes the
-// warp's 4 KB with consecutive lanes on consecutive 16 bytes, so every store instruction
-// covers 512 contiguous bytes instead of 32 scattered 16-byte pieces.
-inline constexpr int kDequantThreads = 256;
-inline constexpr int kDequantPitch = 144;
-
-template <TensorType kType>
-__global__ void __launch_bounds__(kDequantThreads) dequant_f16_kernel(const uint8_t* w, int64_t n_rows,
-                                                                      int32_t n_tiles, int32_t record_bytes,
-                                                                      __half* out) {
-  __shared__ __align__(16) uint8_t stage[kDequantThreads / 32][32 * kDequantPitch];
-  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;  // (row, tile, part)
-  const int64_t total = n_rows * n_tiles * 4;
-  const int lane = threadIdx.x & 31;
-  uint8_t* mine = stage[threadIdx.x >> 5];
-  if (idx < total) {
-    const int t = static_cast<int>(idx & 3);
-    __half2 v[32];
-    TileDequant<kType>::run(w + (idx >> 2) * record_bytes, t, v);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      *reinterpret_cast<uint4*>(mine + lane * kDequantPitch + 16 * j) =
-          make_uint4(h2_as_u32(v[4 * j]), h2_as_u32(v[4 * j + 1]), h2_as_u32(v[4 * j + 2]), h2_as_u32(v[4 * j + 3]));
-    }
-  }
-  __syncwarp();
-  const int64_t warp_first = idx - lane;  // first piece of this warp
-  uint4* dst = reinterpret_cast<uint4*>(out + warp_first * 64);
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const int c = 32 * i + lane;  // 16-byte chunk of the warp's 4 KB
-    const int src_lane = c >> 3;
-    if (warp_first + src_lane < total) {
-      dst[c] = *reinterpret_cast<const uint4*>(mine + src_lane * kDequantPitch + 16 * (c & 7));
-    }
-  }
-}
-
-template <TensorType kType>
-__global__ void embed_kernel(const uint8_t* table, int32_t n_tiles, int32_t record_bytes, int32_t n_cols,
-                             const int32_t* tokens, float* out, int32_t out_stride) {
-  const int i = blockIdx.x;
-  const uint8_t* row = table + static_cast<int64_t>(tokens[i]) * n_tiles * record_bytes;
-  for (int part = threadIdx.x; part < n_tiles * 4; part += blockDim.x) {
-    const int tile = part >> 2, t = part & 3;
-    __half2 v[32];
-    TileDequant<kType>::run(row + static_cast<int64_t>(tile) * record_bytes, t, v);
-    float* dst = out + static_cast<int64_t>(i) * out_stride;
-#pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      const int c = tile * kTileElems + 64 * t + 2 * j;
-      const float2 f = __half22float2(v[j]);
-      if (c < n_cols) dst[c] = f.x;
-      if (c + 1 < n_cols) dst[c + 1] = f.y;
-    }
-  }
+  gemv_epilogue<kNT>(p, br, acc, reinterpret_cast<float*>(xs), last_s);
 }
 
 namespace detail {
 
+// Bytes of the x chunk / epilogue area for this launch.
+inline size_t gemv_x_region_bytes(const GemvParams& p) {
+  const size_t x = static_cast<size_t>(p.n_seqs) * x_row_halves(p.x_chunk_tiles) * 2;
+  const size_t vals = static_cast<size_t>(p.n_seqs) * kGemvRowsPerBlock * 4;
+  return (std::max(x, vals) + 15) / 16 * 16;
+}
+
+// The opt-in limit is 227 KiB per block including static shared memory (rstd, flags).
+inline constexpr int kGemvMaxSmem = 220 * 1024;
+
 template <TensorType kType, int kNT>
 void prepare_nt() {
-  CHORUS_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<kType, kNT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         GemvPipe<kType, kNT>::kSmemBytes));
+  CHORUS_CUDA_CHECK(
+      cudaFuncSetAttribute(gemv_kernel<kType, kNT>, cudaFuncAttributeMaxDynamicSharedMemorySize, kGemvMaxSmem));
+  CHORUS_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<kType, kNT>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                         cudaSharedmemCarveoutMaxShared));
 }
 
 template <TensorType kType, int kNT>
 void launch_nt(const GemvParams& p, cudaStream_t stream) {
-  if (p.record_bytes != GemvPipe<kType, kNT>::kRecord) {
-    throw CudaError("gemv: record of " + std::to_string(p.record_bytes) + " bytes, kernel expects " +
-                    std::to_string(GemvPipe<kType, kNT>::kRecord));
+  using S = GemvShape<kType>;
+  if (p.mats.record_bytes != S::kRec) {
+    throw CudaError("gemv: record of " + std::to_string(p.mats.record_bytes) + " bytes, kernel expects " +
+                    std::to_string(S::kRec));
   }
-  int n_blocks = 0;
-  for (int i = 0; i < p.n_mats; ++i) n_blocks += (p.n_rows[i] + kGemvRowsPerBlock - 1) / kGemvRowsPerBlock;
-  launch_pdl(gemv_kernel<kType, kNT>, dim3(n_blocks, p.n_splits), dim3(128), GemvPipe<kType, kNT>::kSmemBytes,
+  const size_t smem = S::kBarBytes + S::kWBytes + gemv_x_region_bytes(p);
+  if (smem > static_cast<size_t>(kGemvMaxSmem)) throw CudaError("gemv: " + std::to_string(smem) + " bytes of shared memory");
+  launch_pdl(gemv_kernel<kType, kNT>, dim3(gemv_row_blocks(p.mats), p.split.n_splits), dim3(kGemvWarps * 32), smem,
              stream, p);
 }
 
@@ -295,10 +290,8 @@ void launch_dequant_typed(const uint8_t* w, int64_t n_rows, int32_t n_tiles, int
 }
 
 template <TensorType kType>
-void launch_embed_typed(const uint8_t* table, int32_t n_tiles, int32_t record_bytes, int32_t n_cols,
-                        const int32_t* tokens, int32_t n_tokens, float* out, int32_t out_stride,
-                        cudaStream_t stream) {
-  embed_kernel<kType><<<n_tokens, 128, 0, stream>>>(table, n_tiles, record_bytes, n_cols, tokens, out, out_stride);
+void launch_embed_typed(const EmbedParams& p, cudaStream_t stream) {
+  embed_kernel<kType><<<p.n_tokens, 128, 0, stream>>>(p);
   CHORUS_CUDA_CHECK_LAUNCH();
 }
 
@@ -309,7 +302,6 @@ void launch_embed_typed(const uint8_t* table, int32_t n_tiles, int32_t record_by
   template void detail::launch_gemv_typed<T>(const GemvParams&, cudaStream_t);                             \
   template void detail::launch_dequant_typed<T>(const uint8_t*, int64_t, int32_t, int32_t, __half*,        \
                                                 cudaStream_t);                                             \
-  template void detail::launch_embed_typed<T>(const uint8_t*, int32_t, int32_t, int32_t, const int32_t*,   \
-                                              int32_t, float*, int32_t, cudaStream_t);
+  template void detail::launch_embed_typed<T>(const EmbedParams&, cudaStream_t);
 
 }  // namespace chorus::cuda

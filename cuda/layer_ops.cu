@@ -59,6 +59,14 @@ __global__ void __launch_bounds__(kRowThreads) residual_norm_kernel(const Residu
   __half* out = p.out + static_cast<int64_t>(row) * p.out_stride;
 #pragma unroll 4
   for (int i = threadIdx.x; i < p.n_embd; i += kRowThreads) out[i] = __float2half_rn(x[i] * rstd * p.norm_w[i]);
+  // block_sum's barriers made every thread's x writes visible; a thread per 64 columns.
+  if (p.ss != nullptr) {
+    for (int g = threadIdx.x; g * 64 < p.n_embd; g += kRowThreads) {
+      float s = 0.0f;
+      for (int i = 64 * g; i < min(64 * g + 64, p.n_embd); ++i) s += x[i] * x[i];
+      p.ss[static_cast<int64_t>(row) * p.ss_stride + g] = s;
+    }
+  }
 }
 
 __device__ __forceinline__ int64_t cache_offset(const QkvRopeParams& p, int row, int kv_head) {
@@ -66,24 +74,6 @@ __device__ __forceinline__ int64_t cache_offset(const QkvRopeParams& p, int row,
   const int block = p.block_tables[static_cast<int64_t>(row) * p.max_blocks + pos / p.block_tokens];
   const int slot = pos % p.block_tokens;
   return ((static_cast<int64_t>(block) * p.n_kv_heads + kv_head) * p.block_tokens + slot) * p.head_dim;
-}
-
-// Rotates the pair slots j of one head: element indices (i0, i1) and whether/at which
-// frequency index they rotate, following ggml's Normal and NeoX conventions.
-__device__ __forceinline__ void rope_pair(const QkvRopeParams& p, int j, int& i0, int& i1, int& freq) {
-  if (p.rope == RopeKind::Normal) {
-    i0 = 2 * j;
-    i1 = 2 * j + 1;
-    freq = i0 < p.rope_dim ? j : -1;
-  } else if (j < p.rope_dim / 2) {
-    i0 = j;
-    i1 = j + p.rope_dim / 2;
-    freq = j;
-  } else {
-    i0 = p.rope_dim + 2 * (j - p.rope_dim / 2);
-    i1 = i0 + 1;
-    freq = -1;
-  }
 }
 
 // Grid (heads, rows): blockIdx.x < n_heads is a query head, then the kv heads' K, then their
@@ -105,7 +95,7 @@ __global__ void qkv_rope_kernel(const QkvRopeParams p) {
     return;
   }
   int i0, i1, freq;
-  rope_pair(p, j, i0, i1, freq);
+  rope_pair(p.rope, j, i0, i1, freq);
   const bool is_q = head < p.n_heads;
   const int col0 = is_q ? head * p.head_dim : q_dim + (head - p.n_heads) * p.head_dim;
   float a = sum_partials(p.qkv, row, col0 + i0), b = sum_partials(p.qkv, row, col0 + i1);
@@ -115,17 +105,7 @@ __global__ void qkv_rope_kernel(const QkvRopeParams p) {
     a += bias[bcol + i0];
     b += bias[bcol + i1];
   }
-  if (freq >= 0) {
-    // Angles in double: pos * base^(-2j/rope_dim) reaches thousands of radians.
-    const double pos = static_cast<double>(p.positions[row]);
-    const double theta = pos * pow(static_cast<double>(p.rope_base), -2.0 * freq / p.rope_dim);
-    double sn, cs;
-    sincos(theta, &sn, &cs);
-    const float c = static_cast<float>(cs), s = static_cast<float>(sn);
-    const float ra = a * c - b * s, rb = a * s + b * c;
-    a = ra;
-    b = rb;
-  }
+  rope_rotate(p.rope, p.positions[row], freq, a, b);
   if (is_q) {
     float* q = p.q_out + static_cast<int64_t>(row) * q_dim + col0;
     q[i0] = a;
@@ -143,7 +123,9 @@ __global__ void swiglu_kernel(const SwigluParams p) {
   pdl_trigger();
   const int row = blockIdx.y, i = blockIdx.x * kEltThreads + threadIdx.x;
   if (i >= p.n_ff) return;
-  const float g = sum_partials(p.gate_up, row, i), u = sum_partials(p.gate_up, row, p.n_ff + i);
+  const int gcol = p.layout == GateUpLayout::Split ? i : static_cast<int>((i / 16) * 32 + i % 16);
+  const int ucol = p.layout == GateUpLayout::Split ? p.n_ff + i : gcol + 16;
+  const float g = sum_partials(p.gate_up, row, gcol), u = sum_partials(p.gate_up, row, ucol);
   p.out[static_cast<int64_t>(row) * p.out_stride + i] = __float2half_rn(g / (1.0f + expf(-g)) * u);
 }
 

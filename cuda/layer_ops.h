@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "cuda/rope.cuh"
+
 namespace chorus::cuda {
 
 struct Partials {
@@ -18,7 +20,8 @@ struct Partials {
   int32_t col = 0;              // first column read
 };
 
-// x[r] += partials (when any); out[r] = f16(rmsnorm(x[r]) * norm_w).
+// x[r] += partials (when any); out[r] = f16(rmsnorm(x[r]) * norm_w); and, when ss is set,
+// the sums of squares of x[r] per 64 columns (the GEMV's normalized-input format, gemv.h).
 struct ResidualNormParams {
   float* x = nullptr;           // [n_rows][n_embd] residual stream, f32
   Partials add;
@@ -26,12 +29,12 @@ struct ResidualNormParams {
   float eps = 1e-5f;
   __half* out = nullptr;        // [n_rows][out_stride]
   int32_t out_stride = 0;
+  float* ss = nullptr;          // [n_rows][ss_stride] or null
+  int32_t ss_stride = 0;
   int32_t n_embd = 0;
   int32_t n_rows = 0;
 };
 void launch_residual_norm(const ResidualNormParams& p, cudaStream_t stream);
-
-enum class RopeKind : int32_t { Normal = 0, Neox = 1 };
 
 // q/k/v from the QKV partials (+ biases), RoPE on q and k at each row's position, q to
 // q_out (f32), k and v into the paged F16 cache at that position.
@@ -47,16 +50,21 @@ struct QkvRopeParams {
   __half* k_cache = nullptr;     // this layer: [n_blocks][n_kv_heads][block_tokens][head_dim]
   __half* v_cache = nullptr;
   float* q_out = nullptr;        // [n_rows][q_dim]
-  int32_t n_heads = 0, n_kv_heads = 0, head_dim = 0, rope_dim = 0;
-  RopeKind rope = RopeKind::Normal;
-  float rope_base = 10000.0f;
+  int32_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  RopeSpec rope;
   int32_t n_rows = 0;
 };
 void launch_qkv_rope(const QkvRopeParams& p, cudaStream_t stream);
 
-// out[r][i] = f16(silu(gate) * up), gate at columns [0, n_ff), up at [n_ff, 2 n_ff).
+enum class GateUpLayout : int32_t {
+  Split,          // gate at columns [0, n_ff), up at [n_ff, 2 n_ff)
+  Interleaved16,  // DeviceLayer::w_gate_up: gate i at gate_up_column(i), up 16 columns further
+};
+
+// out[r][i] = f16(silu(gate_i) * up_i).
 struct SwigluParams {
   Partials gate_up;
+  GateUpLayout layout = GateUpLayout::Split;
   __half* out = nullptr;  // [n_rows][out_stride]
   int32_t out_stride = 0;
   int32_t n_ff = 0;

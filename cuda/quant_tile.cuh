@@ -3,6 +3,12 @@
 // into registers. Thread part t (0..3) of a row produces the 64 elements [64t, 64t+64) of the
 // tile as 32 half2 in natural order: w[i] = (elem 64t+2i, elem 64t+2i+1).
 //
+// Two interfaces: TileDequant<T>::run gives all 32 half2 of a part at once (prefill's f16
+// dequantization, embedding rows); PartLoader<T> loads a part's raw bits into registers once
+// and then yields it in 8 chunks of 4 half2 (w[4c..4c+4)), which is what the GEMV feeds to
+// two mma k-steps at a time. For Q4_K and Q6_K the chunks come straight from the bits (fewer
+// registers, fewer instructions); other types dequantize the whole part up front.
+//
 // Nibbles become halves with the 0x6400 trick: (0x6400 | q) read as a half is 1024 + q
 // exactly for q < 1024; subtracting the bias is exact, and the single rounding happens when
 // the scale is applied (half precision, relative error <= 2^-11 per weight).
@@ -51,6 +57,14 @@ __device__ __forceinline__ void high_bits2(uint32_t v, uint32_t (&o)[2]) {
   const uint32_t v2 = __byte_perm(v & 0x03030303u, 0, 0x3120);
   o[0] = (v2 & 0x00030003u) << 4;
   o[1] = ((v2 >> 8) & 0x00030003u) << 4;
+}
+
+// lop3 with an immediate truth table: 0xEA = (a & b) | c, 0xF8 = a | (b & c).
+template <uint32_t kLut>
+__device__ __forceinline__ uint32_t lop3(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, %4;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c), "n"(kLut));
+  return d;
 }
 
 __device__ __forceinline__ float h_bits_to_f32(uint16_t bits) {
@@ -223,11 +237,11 @@ __device__ __forceinline__ void k_scale_min(int j, uint32_t s0, uint32_t s1, uin
   }
 }
 
-// Q4_K / Q5_K: thread t owns the 64-element chunk t: sub-block 2t from the low nibbles of
-// qs[32t..32t+32), sub-block 2t+1 from the high nibbles; Q5_K's fifth bits are bits 2t / 2t+1
-// of qh[0..32).
-template <bool kFiveBit>
-struct TileDequantK {
+// Q5_K: thread t owns the 64-element chunk t: sub-block 2t from the low nibbles of
+// qs[32t..32t+32), sub-block 2t+1 from the high nibbles; the fifth bits are bits 2t / 2t+1 of
+// qh[0..32).
+template <>
+struct TileDequant<TensorType::Q5_K> {
   __device__ __forceinline__ static void run(const uint8_t* rec, int t, __half2 (&w)[32]) {
     const uint4 head = ld16(rec);
     const float d = h_bits_to_f32(static_cast<uint16_t>(head.x & 0xffff));
@@ -240,28 +254,21 @@ struct TileDequantK {
       scale2[s] = __float2half2_rn(d * static_cast<float>(sc));
       min2[s] = __float2half2_rn(-dmin * static_cast<float>(m));
     }
-    const int qs_off = kFiveBit ? 48 : 16;
-    uint32_t qs[8], qh[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    uint32_t qs[8], qh[8];
     {
-      const uint4 a = ld16(rec + qs_off + 32 * t), b = ld16(rec + qs_off + 32 * t + 16);
+      const uint4 a = ld16(rec + 48 + 32 * t), b = ld16(rec + 48 + 32 * t + 16);
       qs[0] = a.x; qs[1] = a.y; qs[2] = a.z; qs[3] = a.w; qs[4] = b.x; qs[5] = b.y; qs[6] = b.z; qs[7] = b.w;
-    }
-    if constexpr (kFiveBit) {
-      const uint4 a = ld16(rec + 16), b = ld16(rec + 32);
-      qh[0] = a.x; qh[1] = a.y; qh[2] = a.z; qh[3] = a.w; qh[4] = b.x; qh[5] = b.y; qh[6] = b.z; qh[7] = b.w;
+      const uint4 c = ld16(rec + 16), e = ld16(rec + 32);
+      qh[0] = c.x; qh[1] = c.y; qh[2] = c.z; qh[3] = c.w; qh[4] = e.x; qh[5] = e.y; qh[6] = e.z; qh[7] = e.w;
     }
     const __half2 bias = h2_splat_bits(0x6400);
 #pragma unroll
     for (int wd = 0; wd < 8; ++wd) {
-      uint32_t p[4];
+      uint32_t p[4], lo[2], hi[2];
       nibble_pairs(qs[wd], p);
-      uint32_t h5[4] = {0, 0, 0, 0};
-      if constexpr (kFiveBit) {
-        uint32_t lo[2], hi[2];
-        high_bits2((qh[wd] >> (2 * t)) & 0x01010101u, lo);
-        high_bits2((qh[wd] >> (2 * t + 1)) & 0x01010101u, hi);
-        h5[0] = lo[0]; h5[1] = lo[1]; h5[2] = hi[0]; h5[3] = hi[1];
-      }
+      high_bits2((qh[wd] >> (2 * t)) & 0x01010101u, lo);
+      high_bits2((qh[wd] >> (2 * t + 1)) & 0x01010101u, hi);
+      const uint32_t h5[4] = {lo[0], lo[1], hi[0], hi[1]};
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
         const int s = k >> 1;  // 0: low nibbles (sub-block 2t), 1: high (2t+1)
@@ -271,44 +278,123 @@ struct TileDequantK {
     }
   }
 };
-template <> struct TileDequant<TensorType::Q4_K> : TileDequantK<false> {};
-template <> struct TileDequant<TensorType::Q5_K> : TileDequantK<true> {};
 
-// Q6_K: thread t covers half n = t/2 of the super-block, groups g0 = 2(t&1) and g0+1 of it.
-template <>
-struct TileDequant<TensorType::Q6_K> {
-  __device__ __forceinline__ static void run(const uint8_t* rec, int t, __half2 (&w)[32]) {
-    const int n = t >> 1, odd = t & 1, g0 = 2 * odd;
-    const float d = h_bits_to_f32(*reinterpret_cast<const uint16_t*>(rec + 208));
-    const int8_t* sc = reinterpret_cast<const int8_t*>(rec + 192);
-    const __half2 bias = h2_splat_bits(0x6420);  // 1056 = 1024 + 32
+// Q4_K part t: sub-block 2t in the low nibbles of the part's 32 qs bytes, 2t+1 in the high
+// ones; with bytes 1 and 2 of each word swapped at repack, word wd yields w[2wd] and w[2wd+1]
+// (low nibbles, masks 0x000F000F on v and v >> 8) and w[16+2wd], w[17+2wd] (high nibbles, mask
+// 0x00F000F0, i.e. 16 q + 1024, scaled back exactly by 1/16 - 64).
+struct PartQ4K {
+  struct Row {
+    uint32_t q[8];
+    __half2 s_lo, m_lo, s_hi, m_hi;
+  };
+  __device__ __forceinline__ static Row load(const uint8_t* rec, int t) {
+    Row r;
+    const uint4 head = ld16(rec);
+    const float d = h_bits_to_f32(static_cast<uint16_t>(head.x & 0xffff));
+    const float dmin = h_bits_to_f32(static_cast<uint16_t>(head.x >> 16));
+    int sc, m;
+    k_scale_min(2 * t, head.y, head.z, head.w, sc, m);
+    r.s_lo = __float2half2_rn(d * static_cast<float>(sc));
+    r.m_lo = __float2half2_rn(-dmin * static_cast<float>(m));
+    k_scale_min(2 * t + 1, head.y, head.z, head.w, sc, m);
+    r.s_hi = __float2half2_rn(d * static_cast<float>(sc));
+    r.m_hi = __float2half2_rn(-dmin * static_cast<float>(m));
+    const uint4 a = ld16(rec + 16 + 32 * t), b = ld16(rec + 32 + 32 * t);
+    r.q[0] = a.x; r.q[1] = a.y; r.q[2] = a.z; r.q[3] = a.w; r.q[4] = b.x; r.q[5] = b.y; r.q[6] = b.z; r.q[7] = b.w;
+    return r;
+  }
+  // w = w[4c .. 4c+4); c must be a compile-time constant after unrolling.
+  __device__ __forceinline__ static void chunk(const Row& r, int c, __half2 (&w)[4]) {
+    const __half2 k1024 = h2_splat_bits(0x6400), k1_16 = h2_splat_bits(0x2C00), km64 = h2_splat_bits(0xD400);
 #pragma unroll
-    for (int gi = 0; gi < 2; ++gi) {
-      const int g = g0 + gi;
-      uint32_t ql[8], qh[8];
-      {
-        const uint4 a = ld16(rec + 64 * n + 32 * gi), b = ld16(rec + 64 * n + 32 * gi + 16);
-        ql[0] = a.x; ql[1] = a.y; ql[2] = a.z; ql[3] = a.w; ql[4] = b.x; ql[5] = b.y; ql[6] = b.z; ql[7] = b.w;
-        const uint4 c = ld16(rec + 128 + 32 * n), e = ld16(rec + 128 + 32 * n + 16);
-        qh[0] = c.x; qh[1] = c.y; qh[2] = c.z; qh[3] = c.w; qh[4] = e.x; qh[5] = e.y; qh[6] = e.z; qh[7] = e.w;
-      }
-      const __half2 s0 = __float2half2_rn(d * static_cast<float>(sc[8 * n + 2 * g]));
-      const __half2 s1 = __float2half2_rn(d * static_cast<float>(sc[8 * n + 2 * g + 1]));
-#pragma unroll
-      for (int wd = 0; wd < 8; ++wd) {
-        uint32_t p[4], hi[2];
-        nibble_pairs(ql[wd], p);
-        high_bits2(qh[wd] >> (2 * g), hi);
-        const __half2 s = wd < 4 ? s0 : s1;
-#pragma unroll
-        for (int k = 0; k < 2; ++k) {
-          const uint32_t lo = odd ? p[2 + k] : p[k];
-          const __half2 q = __hsub2(u32_as_h2(lo | hi[k] | 0x64006400u), bias);
-          w[16 * gi + 2 * wd + k] = __hmul2(q, s);
-        }
+    for (int j = 0; j < 2; ++j) {
+      const uint32_t v = r.q[2 * (c & 3) + j];
+      if (c < 4) {
+        const __half2 a = u32_as_h2(lop3<0xEA>(v, 0x000F000Fu, 0x64006400u));
+        const __half2 b = u32_as_h2(lop3<0xEA>(v >> 8, 0x000F000Fu, 0x64006400u));
+        w[2 * j] = __hfma2(__hsub2(a, k1024), r.s_lo, r.m_lo);
+        w[2 * j + 1] = __hfma2(__hsub2(b, k1024), r.s_lo, r.m_lo);
+      } else {
+        const __half2 a = u32_as_h2(lop3<0xEA>(v, 0x00F000F0u, 0x64006400u));
+        const __half2 b = u32_as_h2(lop3<0xEA>(v >> 8, 0x00F000F0u, 0x64006400u));
+        w[2 * j] = __hfma2(__hfma2(a, k1_16, km64), r.s_hi, r.m_hi);
+        w[2 * j + 1] = __hfma2(__hfma2(b, k1_16, km64), r.s_hi, r.m_hi);
       }
     }
   }
 };
+
+// Q6_K part t (record of weight_repack.h): nibble word c holds the low 4 bits of half2
+// w[4c+j] at bits 4j / 16+4j; high word c/2 holds their top 2 bits at bits 2s / 16+2s with
+// s = 4(c%2) + j. Sub-block (16 elements, one int8 scale) of w[i] is 4t + i/8.
+struct PartQ6K {
+  struct Row {
+    uint32_t v[8];
+    uint32_t u[4];
+    __half2 s[4];
+  };
+  __device__ __forceinline__ static Row load(const uint8_t* rec, int t) {
+    Row r;
+    const uint4 a = ld16(rec + 32 * t), b = ld16(rec + 32 * t + 16), c = ld16(rec + 128 + 16 * t);
+    r.v[0] = a.x; r.v[1] = a.y; r.v[2] = a.z; r.v[3] = a.w; r.v[4] = b.x; r.v[5] = b.y; r.v[6] = b.z; r.v[7] = b.w;
+    r.u[0] = c.x; r.u[1] = c.y; r.u[2] = c.z; r.u[3] = c.w;
+    const float d = h_bits_to_f32(*reinterpret_cast<const uint16_t*>(rec + 208));
+    const uint32_t sc4 = ld4(rec + 192 + 4 * t);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int sc = static_cast<int8_t>(static_cast<uint8_t>(sc4 >> (8 * j)));
+      r.s[j] = __float2half2_rn(d * static_cast<float>(sc));
+    }
+    return r;
+  }
+  __device__ __forceinline__ static void chunk(const Row& r, int c, __half2 (&w)[4]) {
+    const __half2 bias = h2_splat_bits(0x6420);  // 1056 = 1024 + 32
+    const uint32_t v = r.v[c], u = r.u[c >> 1];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int s = 4 * (c & 1) + j;
+      const uint32_t lo = lop3<0xEA>(v >> (4 * j), 0x000F000Fu, 0x64006400u);
+      const uint32_t hb = 2 * s >= 4 ? u >> (2 * s - 4) : u << (4 - 2 * s);
+      const __half2 q = __hsub2(u32_as_h2(lop3<0xF8>(lo, hb, 0x00300030u)), bias);
+      w[j] = __hmul2(q, r.s[c >> 1]);
+    }
+  }
+};
+
+template <typename Part>
+struct TileDequantFromParts {
+  __device__ __forceinline__ static void run(const uint8_t* rec, int t, __half2 (&w)[32]) {
+    const typename Part::Row r = Part::load(rec, t);
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      __half2 q[4];
+      Part::chunk(r, c, q);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) w[4 * c + j] = q[j];
+    }
+  }
+};
+template <> struct TileDequant<TensorType::Q4_K> : TileDequantFromParts<PartQ4K> {};
+template <> struct TileDequant<TensorType::Q6_K> : TileDequantFromParts<PartQ6K> {};
+
+// The GEMV's view of a part: types without a chunked decoder dequantize it whole.
+template <TensorType kType>
+struct PartLoader {
+  struct Row {
+    __half2 w[32];
+  };
+  __device__ __forceinline__ static Row load(const uint8_t* rec, int t) {
+    Row r;
+    TileDequant<kType>::run(rec, t, r.w);
+    return r;
+  }
+  __device__ __forceinline__ static void chunk(const Row& r, int c, __half2 (&w)[4]) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) w[j] = r.w[4 * c + j];
+  }
+};
+template <> struct PartLoader<TensorType::Q4_K> : PartQ4K {};
+template <> struct PartLoader<TensorType::Q6_K> : PartQ6K {};
 
 }  // namespace chorus::cuda

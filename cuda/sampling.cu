@@ -206,10 +206,46 @@ __device__ void sort_candidates(uint32_t c, Shared& s) {
   }
 }
 
+// The best of the LM head's per-block argmaxes: the same token as a full scan (largest logit,
+// ties to the lowest id; the reduction is exact, so its order does not matter).
+__device__ int32_t argmax_from_blocks(const SampleParams& p, int row, Shared& s) {
+  float v = -FLT_MAX;
+  int id = INT_MAX;
+  for (int b = threadIdx.x; b < p.n_argmax_blocks; b += kThreads) {
+    const float bv = p.argmax_val[static_cast<int64_t>(b) * p.argmax_stride + row];
+    const int bi = p.argmax_idx[static_cast<int64_t>(b) * p.argmax_stride + row];
+    if (bv > v || (bv == v && bi < id)) { v = bv; id = bi; }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, id, o);
+    if (ov > v || (ov == v && oi < id)) { v = ov; id = oi; }
+  }
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (lane == 0) { s.red_val[warp] = v; s.red_id[warp] = id; }
+  __syncthreads();
+  if (warp == 0) {
+    v = s.red_val[lane];
+    id = s.red_id[lane];
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, id, o);
+      if (ov > v || (ov == v && oi < id)) { v = ov; id = oi; }
+    }
+  }
+  return id;  // valid in thread 0
+}
+
 __global__ void __launch_bounds__(kThreads) sample_kernel(const SampleParams p) {
   __shared__ Shared s;
   const int row = blockIdx.x;
   const DeviceSampling sp = p.params[row];
+  const bool penalties = sp.repeat_penalty != 1.0f || sp.presence_penalty != 0.0f || sp.frequency_penalty != 0.0f;
+  if (sp.temperature <= 0.0f && !penalties && p.argmax_val != nullptr) {
+    const int32_t id = argmax_from_blocks(p, row, s);
+    if (threadIdx.x == 0) p.out_tokens[row] = id;
+    return;
+  }
   const float* logits = p.logits + static_cast<int64_t>(row) * p.logits_stride;
   float* w = p.work + static_cast<int64_t>(row) * p.n_vocab;
   for (int i = threadIdx.x; i < p.n_vocab; i += kThreads) w[i] = logits[i];

@@ -36,6 +36,13 @@ struct SampleParams {
   const int32_t* history = nullptr;     // [n_rows][kSampleMaxHistory]
   int32_t* out_tokens = nullptr;        // [n_rows]
   int32_t n_rows = 0;
+  // Per-block argmaxes of the logits from the LM head (gemv.h, GemvOut::Logits):
+  // [n_argmax_blocks][kGemvMaxSeqs]. Greedy rows without penalties take the best of these
+  // instead of scanning the vocabulary in one block. Null: always scan.
+  const float* argmax_val = nullptr;
+  const int32_t* argmax_idx = nullptr;
+  int32_t n_argmax_blocks = 0;
+  int32_t argmax_stride = 0;  // entries per block (kGemvMaxSeqs)
 };
 
 void launch_sample(const SampleParams& p, cudaStream_t stream);

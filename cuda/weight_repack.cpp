@@ -56,14 +56,66 @@ void repack_plain_row(const uint8_t* row, int64_t n_cols, int64_t n_tiles, int e
   }
 }
 
+// Q4_K: the block as is, with bytes 1 and 2 of each qs word swapped: a word then holds
+// elements (j, j+1) of both sub-blocks in its low byte pair and (j+2, j+3) in its high one.
+void repack_q4k_row(const uint8_t* row, int64_t n_tiles, uint8_t* dst) {
+  for (int64_t t = 0; t < n_tiles; ++t) {
+    const uint8_t* b = row + t * 144;
+    uint8_t* rec = dst + t * 144;
+    std::memcpy(rec, b, 16);
+    for (int w = 0; w < 32; ++w) {
+      const uint8_t* s = b + 16 + 4 * w;
+      uint8_t* d = rec + 16 + 4 * w;
+      d[0] = s[0]; d[1] = s[2]; d[2] = s[1]; d[3] = s[3];
+    }
+  }
+}
+
+// The 6-bit quant (0..63, before the -32 offset) of element e of a ggml Q6_K block.
+int q6k_quant(const BlockQ6_K& b, int e) {
+  const int n = e / 128, r = e % 128, grp = r / 32, l = r % 32;
+  const uint8_t ql = b.ql[64 * n + 32 * (grp & 1) + l];
+  const int lo = (grp < 2) ? (ql & 0xF) : (ql >> 4);
+  const int hi = (b.qh[32 * n + l] >> (2 * grp)) & 3;
+  return lo | (hi << 4);
+}
+
+void set_bits(uint8_t* rec, int bit, int n_bits, int value) {
+  for (int i = 0; i < n_bits; ++i) {
+    if ((value >> i) & 1) rec[(bit + i) / 8] |= static_cast<uint8_t>(1u << ((bit + i) % 8));
+  }
+}
+
 void repack_q6k_row(const uint8_t* row, int64_t n_tiles, uint8_t* dst) {
   const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(row);
   for (int64_t t = 0; t < n_tiles; ++t) {
     uint8_t* rec = dst + t * 224;
-    std::memcpy(rec, b[t].ql, 128);
-    std::memcpy(rec + 128, b[t].qh, 64);
+    std::memset(rec, 0, 224);
+    for (int e = 0; e < 256; ++e) {
+      const int q = q6k_quant(b[t], e);
+      set_bits(rec, q6k_nibble_bit(e), 4, q & 0xF);
+      set_bits(rec, q6k_high_bit(e), 2, q >> 4);
+    }
     std::memcpy(rec + 192, b[t].scales, 16);
     std::memcpy(rec + 208, &b[t].d, 2);
+  }
+}
+
+// One source row into `n_tiles` consecutive records.
+void repack_row(TensorType type, const uint8_t* row, int64_t n_cols, int64_t n_tiles, int rec, uint8_t* out) {
+  switch (type) {
+    case TensorType::F32: repack_plain_row(row, n_cols, n_tiles, 4, out); break;
+    case TensorType::F16:
+    case TensorType::BF16: repack_plain_row(row, n_cols, n_tiles, 2, out); break;
+    case TensorType::Q8_0: repack_small_row<BlockQ8_0>(row, n_cols, n_tiles, rec, out); break;
+    case TensorType::Q4_0: repack_small_row<BlockQ4_0>(row, n_cols, n_tiles, rec, out); break;
+    case TensorType::Q4_1: repack_small_row<BlockQ4_1>(row, n_cols, n_tiles, rec, out); break;
+    case TensorType::Q5_0: repack_small_row<BlockQ5_0>(row, n_cols, n_tiles, rec, out); break;
+    case TensorType::Q5_1: repack_small_row<BlockQ5_1>(row, n_cols, n_tiles, rec, out); break;
+    case TensorType::Q4_K: repack_q4k_row(row, n_tiles, out); break;
+    case TensorType::Q5_K: std::memcpy(out, row, row_size_bytes(type, n_cols)); break;
+    case TensorType::Q6_K: repack_q6k_row(row, n_tiles, out); break;
+    default: assert(false && "unsupported type"); break;
   }
 }
 
@@ -86,29 +138,21 @@ std::optional<int> tile_record_bytes(TensorType type) {
   }
 }
 
-void repack_rows(TensorType type, const void* src, int64_t n_cols, int64_t row_begin, int64_t row_end,
-                 uint8_t* dst) {
+void repack_groups(TensorType type, int64_t n_cols, const std::vector<const uint8_t*>& rows, int64_t group_begin,
+                   int64_t group_end, uint8_t* dst) {
   const int rec = *tile_record_bytes(type);
   const int64_t n_tiles = (n_cols + kTileElems - 1) / kTileElems;
-  const size_t src_row_bytes = row_size_bytes(type, n_cols);
-  const size_t dst_row_bytes = static_cast<size_t>(n_tiles * rec);
-  std::memset(dst, 0, dst_row_bytes * static_cast<size_t>(row_end - row_begin));
-  for (int64_t r = row_begin; r < row_end; ++r) {
-    const uint8_t* row = static_cast<const uint8_t*>(src) + static_cast<size_t>(r) * src_row_bytes;
-    uint8_t* out = dst + static_cast<size_t>(r - row_begin) * dst_row_bytes;
-    switch (type) {
-      case TensorType::F32: repack_plain_row(row, n_cols, n_tiles, 4, out); break;
-      case TensorType::F16:
-      case TensorType::BF16: repack_plain_row(row, n_cols, n_tiles, 2, out); break;
-      case TensorType::Q8_0: repack_small_row<BlockQ8_0>(row, n_cols, n_tiles, rec, out); break;
-      case TensorType::Q4_0: repack_small_row<BlockQ4_0>(row, n_cols, n_tiles, rec, out); break;
-      case TensorType::Q4_1: repack_small_row<BlockQ4_1>(row, n_cols, n_tiles, rec, out); break;
-      case TensorType::Q5_0: repack_small_row<BlockQ5_0>(row, n_cols, n_tiles, rec, out); break;
-      case TensorType::Q5_1: repack_small_row<BlockQ5_1>(row, n_cols, n_tiles, rec, out); break;
-      case TensorType::Q4_K:
-      case TensorType::Q5_K: std::memcpy(out, row, src_row_bytes); break;
-      case TensorType::Q6_K: repack_q6k_row(row, n_tiles, out); break;
-      default: assert(false && "unsupported type"); break;
+  const size_t group_tile_bytes = static_cast<size_t>(kRowGroup) * rec;
+  std::memset(dst, 0, static_cast<size_t>(group_end - group_begin) * n_tiles * group_tile_bytes);
+  std::vector<uint8_t> one(static_cast<size_t>(n_tiles * rec));
+  for (int64_t r = group_begin * kRowGroup; r < group_end * kRowGroup && r < static_cast<int64_t>(rows.size()); ++r) {
+    const uint8_t* row = rows[static_cast<size_t>(r)];
+    if (row == nullptr) continue;
+    std::memset(one.data(), 0, one.size());
+    repack_row(type, row, n_cols, n_tiles, rec, one.data());
+    for (int64_t t = 0; t < n_tiles; ++t) {
+      const int64_t off = record_offset(r - group_begin * kRowGroup, t, n_tiles, rec);
+      std::memcpy(dst + off, one.data() + t * rec, static_cast<size_t>(rec));
     }
   }
 }

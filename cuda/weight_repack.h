@@ -1,11 +1,13 @@
 #pragma once
-// Host-side repacking of a GGUF weight matrix into the GPU tile layout. The quant format is
-// unchanged (same bits, same scales); only the placement moves so that every field a thread
-// loads is 16-byte aligned: a row of K elements becomes ceil(K / 256) tile records of 256
-// elements each, the record holding the type's blocks with quants and scales grouped.
-// A partial last tile (K % 256 != 0, 32-element types only) is zero-filled (scale 0).
+// Host-side repacking of a GGUF weight matrix into the GPU layout. The quant format is
+// unchanged (same bits, same scales); only the placement moves.
 //
-// Record layouts (byte offsets), thread t of a row owns elements [64t, 64t+64) of a tile:
+// Rows come in groups of 16 (one GEMV warp's m16 tile); a row of K elements is cut into
+// ceil(K / 256) tiles. Storage order is [row group][tile][16 rows][record], so the 16 records
+// a warp needs for one tile are one contiguous run of 16 * record_bytes, fetched with a single
+// bulk copy. Rows past the matrix in its last group are zero records (weights 0).
+//
+// Record layouts (byte offsets); thread part t (0..3) of a row owns elements [64t, 64t+64):
 //   F32  : f32[256]                                   1024 B
 //   F16  : f16[256]                                    512 B
 //   BF16 : bf16[256]                                   512 B
@@ -14,18 +16,29 @@
 //   Q4_1 : qs[8][16] @0, d[8] @128, m[8] @144          160 B
 //   Q5_0 : qs[8][16] @0, qh[8][4] @128, d[8] @160      176 B
 //   Q5_1 : qs[8][16] @0, qh[8][4] @128, d[8] @160, m[8] @176   192 B
-//   Q4_K : the ggml block as is (d, dmin, scales[12], qs[128])  144 B
+//   Q4_K : the ggml block (d, dmin, scales[12], qs[128]) with bytes 1 and 2 of every 32-bit
+//          word of qs swapped, so one mask yields two neighbouring elements    144 B
 //   Q5_K : the ggml block as is (d, dmin, scales[12], qh[32], qs[128])  176 B
-//   Q6_K : ql[128] @0, qh[64] @128, scales[16] @192, d @208, pad   224 B
+//   Q6_K : low nibbles @0 (part t at 32t), high bit pairs @128 (part t at 128 + 16t),
+//          scales[16] @192, d @208, pad             224 B   (see q6k_nibble_bit / q6k_high_bit)
+// A partial last tile (K % 256 != 0, 32-element types only) is zero-filled (scale 0).
 #include <cstdint>
 #include <optional>
 #include <vector>
 
 #include "engine/quant/tensor_type.h"
 
+// record_offset is shared by the host repacker and the kernels.
+#if defined(__CUDACC__)
+#define CHORUS_HOST_DEVICE __host__ __device__
+#else
+#define CHORUS_HOST_DEVICE
+#endif
+
 namespace chorus::cuda {
 
 inline constexpr int kTileElems = 256;
+inline constexpr int kRowGroup = 16;
 
 // Record size in bytes of one 256-element tile; nullopt for types the GPU cannot compute with.
 std::optional<int> tile_record_bytes(TensorType type);
@@ -35,12 +48,30 @@ struct RepackedShape {
   int64_t n_cols = 0;        // ne0: input features (K)
   int64_t n_tiles = 0;       // ceil(K / 256)
   int record_bytes = 0;
-  size_t size_bytes() const { return static_cast<size_t>(n_rows * n_tiles * record_bytes); }
+  int64_t n_groups() const { return (n_rows + kRowGroup - 1) / kRowGroup; }
+  size_t size_bytes() const { return static_cast<size_t>(n_groups() * kRowGroup * n_tiles * record_bytes); }
 };
 
-// Repacks rows [row_begin, row_end) of a row-major GGUF matrix (ne0 = n_cols per row) into
-// `dst`, which holds (row_end - row_begin) * n_tiles * record_bytes bytes.
-void repack_rows(TensorType type, const void* src, int64_t n_cols, int64_t row_begin, int64_t row_end,
-                 uint8_t* dst);
+// Byte offset of (row, tile)'s record in the repacked matrix.
+CHORUS_HOST_DEVICE inline int64_t record_offset(int64_t row, int64_t tile, int64_t n_tiles, int record_bytes) {
+  return ((row / kRowGroup * n_tiles + tile) * kRowGroup + row % kRowGroup) * record_bytes;
+}
+
+// Repacks the row groups [group_begin, group_end) of a matrix whose output row r is the GGUF
+// row at rows[r] (n_cols elements of `type`; null or past the end of `rows`: a zero row).
+// `dst` holds (group_end - group_begin) groups.
+void repack_groups(TensorType type, int64_t n_cols, const std::vector<const uint8_t*>& rows, int64_t group_begin,
+                   int64_t group_end, uint8_t* dst);
+
+// Q6_K record: where element e (0..255) of a tile keeps its low nibble and its high two bits
+// (bit offsets from the record start). Shared by the repacker and the tests' host decoder.
+inline int q6k_nibble_bit(int e) {
+  const int t = e / 64, i = (e % 64) / 2, odd = e & 1;
+  return 8 * (32 * t + 4 * (i / 4)) + 4 * (i % 4) + 16 * odd;
+}
+inline int q6k_high_bit(int e) {
+  const int t = e / 64, i = (e % 64) / 2, odd = e & 1;
+  return 8 * (128 + 16 * t + 4 * (i / 8)) + 2 * (i % 8) + 16 * odd;
+}
 
 }  // namespace chorus::cuda

@@ -90,15 +90,18 @@ void time_gemv(const std::string& path) {
     const int64_t kpad = int64_t{m.n_tiles} * 256;
     cuda::DeviceBuffer<__half> x(static_cast<size_t>(32 * kpad));
     cudaMemset(x.get(), 0x3c, x.size_bytes());  // 1.0-ish halves (0x3c3c)
-    const int32_t splits = t == mats[4] ? 1 : cuda::gemv_choose_splits(m.n_rows, m.n_tiles, 132);
-    cuda::DeviceBuffer<float> out(static_cast<size_t>(splits) * 32 * m.n_rows);
+    const cuda::GemvSplitShape split =
+        t == mats[4] ? cuda::GemvSplitShape{1, m.n_tiles} : cuda::gemv_choose_splits(m.n_rows, m.n_tiles, 132);
+    cuda::DeviceBuffer<float> out(static_cast<size_t>(split.n_splits) * 32 * m.n_rows);
     for (int mm : {1, 8, 32}) {
       cuda::GemvParams p;
-      p.w[0] = m.ptr(); p.n_rows[0] = static_cast<int32_t>(m.n_rows); p.n_mats = 1;
-      p.n_tiles = m.n_tiles; p.record_bytes = m.record_bytes; p.k_elems = static_cast<int32_t>(m.n_cols);
-      p.x = x.get(); p.x_stride = static_cast<int32_t>(kpad); p.n_seqs = mm;
-      p.out = out.get(); p.out_stride = static_cast<int32_t>(m.n_rows); p.split_stride = int64_t{32} * m.n_rows;
-      p.n_splits = splits; p.tiles_per_split = (m.n_tiles + splits - 1) / splits;
+      p.mats.w[0] = m.ptr(); p.mats.n_rows[0] = static_cast<int32_t>(m.n_rows); p.mats.n_mats = 1;
+      p.mats.n_tiles = m.n_tiles; p.mats.record_bytes = m.record_bytes; p.mats.k_elems = static_cast<int32_t>(m.n_cols);
+      p.in.x = x.get(); p.in.x_stride = static_cast<int32_t>(kpad); p.n_seqs = mm;
+      p.out.kind = cuda::GemvOut::Partials;
+      p.split.partials = out.get(); p.split.part_stride = static_cast<int32_t>(m.n_rows);
+      p.split.split_stride = int64_t{32} * m.n_rows;
+      p.split.n_splits = split.n_splits; p.split.tiles_per_split = split.tiles_per_split;
       std::vector<float> ts;
       for (int rep = 0; rep < 60; ++rep) {
         cudaEventRecord(e0, s);
@@ -113,7 +116,7 @@ void time_gemv(const std::string& path) {
       const double us = 1e3 * ts[ts.size() / 2];
       std::printf("%-22s %5s %7lld %4d %3d %9.1f %9.0f\n", t->name.c_str(),
                   tensor_type_name(static_cast<uint32_t>(m.type)).c_str(), static_cast<long long>(m.n_rows), mm,
-                  splits, us, m.data.size_bytes() / us / 1e3);
+                  split.n_splits, us, m.data.size_bytes() / us / 1e3);
     }
   }
 }

@@ -1,86 +1,36 @@
-// Batched quantized GEMV, f16 dequantization and embedding lookup against the scalar CPU
-// dequantizer (engine/quant/dequant.h) on fresh random data for every tensor type.
-// Tolerance: weights are rounded to f16 once (relative 2^-11) and activations are f16
-// inputs; accumulation is f32. Expected relative L2 error ~3e-4; bound 2e-3.
+// Batched quantized GEMV (every input and output kind), f16 dequantization and embedding
+// lookup against CPU references on fresh random data for every tensor type.
+// Tolerance: weights are rounded to f16 once (relative 2^-11) and activations are f16 inputs;
+// accumulation is f32. Expected relative L2 error ~3e-4; bound 2e-3. Batch invariance is
+// checked bit for bit: the first m rows of a 32-row launch equal an m-row launch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
 
-#include "cuda/device_memory.h"
-#include "cuda/device_model.h"
-#include "cuda/gemv.h"
-#include "engine/quant/dequant.h"
-#include "engine/quant/fp16.h"
-#include "tests/cuda/cuda_test_util.h"
+#include "tests/cuda/gemv_test_util.h"
 
 namespace chorus::cuda {
 namespace {
 
-using test::random_tensor;
+using namespace test;
 
-const TensorType kAllTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
-                                TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-                                TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
-
-bool is_k_type(TensorType t) { return t == TensorType::Q4_K || t == TensorType::Q5_K || t == TensorType::Q6_K; }
-
-struct Problem {
-  TensorType type;
-  int64_t k, n;
-  std::vector<uint8_t> raw;
-  std::vector<float> w;       // [n][k] dequantized on the CPU
-  DeviceMatrix dm;
-};
-
-Problem make_problem(TensorType type, int64_t k, int64_t n, std::mt19937& rng) {
-  Problem p{type, k, n, random_tensor(type, k, n, rng), {}, {}};
-  p.w.resize(static_cast<size_t>(k * n));
-  const size_t rb = row_size_bytes(type, k);
-  for (int64_t r = 0; r < n; ++r) quant::dequantize_row(type, p.raw.data() + r * rb, p.w.data() + r * k, k);
-  TensorView tv;
-  tv.name = "test";
-  tv.type = type;
-  tv.ne0 = k;
-  tv.ne1 = n;
-  tv.data = p.raw.data();
-  tv.size_bytes = p.raw.size();
-  p.dm = upload_matrix(tv);
-  return p;
-}
-
-// Runs the GEMV for m rows of x and returns [m][n] with the partials summed in split order.
-std::vector<float> run_gemv(const Problem& pr, const std::vector<uint16_t>& x_h, int64_t x_stride, int m,
-                            int n_splits) {
-  DeviceBuffer<uint16_t> x(x_h.size());
-  CHORUS_CUDA_CHECK(cudaMemcpy(x.get(), x_h.data(), x.size_bytes(), cudaMemcpyHostToDevice));
-  const int64_t split_stride = int64_t{m} * pr.n;
-  DeviceBuffer<float> out(static_cast<size_t>(split_stride * n_splits));
-  CHORUS_CUDA_CHECK(cudaMemset(out.get(), 0xff, out.size_bytes()));  // NaN poison
-  GemvParams p;
-  p.w[0] = pr.dm.ptr();
-  p.n_rows[0] = static_cast<int32_t>(pr.n);
-  p.n_mats = 1;
-  p.n_tiles = pr.dm.n_tiles;
-  p.record_bytes = pr.dm.record_bytes;
-  p.k_elems = static_cast<int32_t>(pr.k);
-  p.x = reinterpret_cast<const __half*>(x.get());
-  p.x_stride = static_cast<int32_t>(x_stride);
-  p.n_seqs = m;
-  p.out = out.get();
-  p.out_stride = static_cast<int32_t>(pr.n);
-  p.split_stride = split_stride;
-  p.n_splits = n_splits;
-  p.tiles_per_split = (p.n_tiles + n_splits - 1) / n_splits;
-  launch_gemv(pr.type, p, nullptr);
-  CHORUS_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<float> parts(out.size());
-  CHORUS_CUDA_CHECK(cudaMemcpy(parts.data(), out.get(), out.size_bytes(), cudaMemcpyDeviceToHost));
-  std::vector<float> y(static_cast<size_t>(split_stride), 0.0f);
-  for (int s = 0; s < n_splits; ++s)
-    for (int64_t i = 0; i < split_stride; ++i) y[i] += parts[s * split_stride + i];
+// Partials output, summed on the host in split order: [m][n].
+std::vector<float> run_partials(const Rig& rig, const DeviceBuffer<uint16_t>& x, int64_t x_stride, int m) {
+  GemvParams p = rig.params(m);
+  p.in.x = reinterpret_cast<const __half*>(x.get());
+  p.in.x_stride = static_cast<int32_t>(x_stride);
+  p.out.kind = GemvOut::Partials;
+  launch_gemv(rig.pr.type, p, nullptr);
+  const auto parts = to_host(rig.partials);
+  const int64_t n = rig.pr.dm.n_rows;
+  std::vector<float> y(static_cast<size_t>(m * rig.pr.n), 0.0f);
+  for (int s = 0; s < rig.n_splits; ++s)
+    for (int r = 0; r < m; ++r)
+      for (int64_t c = 0; c < rig.pr.n; ++c) y[r * rig.pr.n + c] += parts[(s * 32 + r) * n + c];
   return y;
 }
 
@@ -90,33 +40,23 @@ TEST_P(GemvTest, MatchesCpuReferenceForEveryBatchSize) {
   CHORUS_REQUIRE_GPU();
   const TensorType type = GetParam();
   std::mt19937 rng(1234 + static_cast<int>(type));
-  // K not a multiple of 256 for the 32-element types (a partial tile); rows not a multiple of 64.
+  // K not a multiple of 256 for the 32-element types (a partial tile); rows not a multiple of 16.
   const int64_t k = is_k_type(type) ? 1024 : 864, n = 200;
   const Problem pr = make_problem(type, k, n, rng);
-  const int max_m = 32;
   const int64_t x_stride = (k + 255) / 256 * 256;
-  std::vector<uint16_t> x_h(static_cast<size_t>(max_m * x_stride), 0);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (int m = 0; m < max_m; ++m)
-    for (int64_t i = 0; i < k; ++i) x_h[m * x_stride + i] = quant::f32_to_fp16(nd(rng));
+  const auto x_h = random_x_half(32, k, x_stride, rng);
+  std::vector<float> x_f(x_h.size());
+  for (size_t i = 0; i < x_h.size(); ++i) x_f[i] = quant::fp16_to_f32(x_h[i]);
+  const auto ref = reference(pr, x_f, x_stride, 32);
+  const auto x = to_device(x_h);
 
-  std::vector<double> ref(static_cast<size_t>(max_m * n));
-  for (int m = 0; m < max_m; ++m)
-    for (int64_t r = 0; r < n; ++r) {
-      double s = 0;
-      for (int64_t i = 0; i < k; ++i) s += double(pr.w[r * k + i]) * quant::fp16_to_f32(x_h[m * x_stride + i]);
-      ref[m * n + r] = s;
-    }
-
-  const int n_splits = 2;
-  const std::vector<float> full = run_gemv(pr, x_h, x_stride, max_m, n_splits);
+  const Rig rig(pr, 2);
+  const std::vector<float> full = run_partials(rig, x, x_stride, 32);
   for (float v : full) ASSERT_TRUE(std::isfinite(v)) << "unwritten or non-finite output";
-  const double err = test::rel_l2(full.data(), ref.data(), full.size());
-  EXPECT_LT(err, 2e-3) << tensor_type_name(static_cast<uint32_t>(type));
+  EXPECT_LT(test::rel_l2(full.data(), ref.data(), full.size()), 2e-3) << tensor_type_name(static_cast<uint32_t>(type));
 
-  // Batch invariance: the first m rows give bit-identical results for every m.
   for (int m : {1, 3, 8, 9, 17, 31}) {
-    const std::vector<float> part = run_gemv(pr, x_h, x_stride, m, n_splits);
+    const std::vector<float> part = run_partials(rig, x, x_stride, m);
     ASSERT_EQ(0, std::memcmp(part.data(), full.data(), part.size() * sizeof(float))) << "M=" << m;
   }
 }
@@ -144,20 +84,35 @@ TEST_P(GemvTest, DequantF16AndEmbedMatchCpu) {
       ASSERT_NEAR(have, want, 1e-3f * std::fabs(want) + 2e-3f * row_max[r] + 1e-7f) << "row " << r << " col " << i;
     }
 
-  std::vector<int32_t> tokens = {5, 0, 69, 5};
-  DeviceBuffer<int32_t> tok(tokens.size());
-  CHORUS_CUDA_CHECK(cudaMemcpy(tok.get(), tokens.data(), tok.size_bytes(), cudaMemcpyHostToDevice));
-  DeviceBuffer<float> rows(tokens.size() * k);
-  launch_embed_rows(type, pr.dm.ptr(), pr.dm.n_tiles, pr.dm.record_bytes, static_cast<int32_t>(k), tok.get(),
-                    static_cast<int32_t>(tokens.size()), rows.get(), static_cast<int32_t>(k), nullptr);
-  std::vector<float> e(rows.size());
-  CHORUS_CUDA_CHECK(cudaDeviceSynchronize());
-  CHORUS_CUDA_CHECK(cudaMemcpy(e.data(), rows.get(), rows.size_bytes(), cudaMemcpyDeviceToHost));
-  for (size_t t = 0; t < tokens.size(); ++t)
+  const std::vector<int32_t> tokens = {5, 0, 69, 5};
+  const auto tok = to_device(tokens);
+  const int64_t n_groups = (k + 63) / 64;
+  DeviceBuffer<float> rows(tokens.size() * k), ss(tokens.size() * n_groups);
+  EmbedParams ep;
+  ep.table = pr.dm.ptr();
+  ep.n_tiles = pr.dm.n_tiles;
+  ep.record_bytes = pr.dm.record_bytes;
+  ep.n_cols = static_cast<int32_t>(k);
+  ep.tokens = tok.get();
+  ep.n_tokens = static_cast<int32_t>(tokens.size());
+  ep.out = rows.get();
+  ep.out_stride = static_cast<int32_t>(k);
+  ep.ss = ss.get();
+  ep.ss_stride = static_cast<int32_t>(n_groups);
+  launch_embed_rows(type, ep, nullptr);
+  const auto e = to_host(rows);
+  const auto sums = to_host(ss);
+  for (size_t t = 0; t < tokens.size(); ++t) {
     for (int64_t i = 0; i < k; ++i) {
       const float want = pr.w[tokens[t] * k + i];
       ASSERT_NEAR(e[t * k + i], want, 1e-3f * std::fabs(want) + 2e-3f * row_max[tokens[t]] + 1e-7f);
     }
+    for (int64_t g = 0; g < n_groups; ++g) {
+      double s = 0;
+      for (int64_t i = 64 * g; i < std::min<int64_t>(k, 64 * g + 64); ++i) s += double(e[t * k + i]) * e[t * k + i];
+      ASSERT_NEAR(sums[t * n_groups + g], s, 1e-5 * s + 1e-12) << "token " << t << " group " << g;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, GemvTest, ::testing::ValuesIn(kAllTypes),

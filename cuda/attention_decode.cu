@@ -1,0 +1,147 @@
+// Fused decode attention (attention.h, DecodeAttentionParams): RoPE of the new token's q and
+// k, its K/V cache write, the chunked attention and the merge of the chunks, in one launch
+// instead of three. The arithmetic of each stage is the one of the separate kernels
+// (rope.cuh, attention_chunk.cuh), so prefill and decode agree.
+#include <cfloat>
+
+#include "cuda/attention.h"
+#include "cuda/attention_chunk.cuh"
+#include "cuda/cuda_check.h"
+#include "cuda/launch.cuh"
+
+namespace chorus::cuda {
+namespace {
+
+__device__ __forceinline__ int64_t cache_row(const AttentionParams& p, int row, int kvh, int pos) {
+  const int block = p.block_tables[static_cast<int64_t>(row) * p.max_blocks + pos / p.block_tokens];
+  return ((static_cast<int64_t>(block) * p.n_kv_heads + kvh) * p.block_tokens + pos % p.block_tokens) * p.head_dim;
+}
+
+// K (rotated) and V of the row's new token for kv head kvh into the cache.
+__device__ void write_new_kv(const DecodeAttentionParams& d, const float* qkv, int row, int kvh, int pos) {
+  const AttentionParams& p = d.attn;
+  const int hd = p.head_dim, q_dim = p.n_heads * hd, kv_dim = p.n_kv_heads * hd;
+  const int64_t off = cache_row(p, row, kvh, pos);
+  const float* k = qkv + q_dim + kvh * hd;
+  for (int j = threadIdx.x; j < hd / 2; j += blockDim.x) {
+    int i0, i1, freq;
+    rope_pair(d.rope, j, i0, i1, freq);
+    float a = k[i0], b = k[i1];
+    rope_rotate(d.rope, pos, freq, a, b);
+    p.k_cache[off + i0] = __float2half_rn(a);
+    p.k_cache[off + i1] = __float2half_rn(b);
+  }
+  const float* v = qkv + q_dim + kv_dim + kvh * hd;
+  for (int i = threadIdx.x; i < hd; i += blockDim.x) p.v_cache[off + i] = __float2half_rn(v[i]);
+}
+
+// The last block of a (row, kv head) merges the chunk partials of the group's heads: a warp per
+// head finds the max and the normalizer (lanes over chunks, fixed butterflies) and leaves each
+// chunk's weight exp(m_c - m) / l in shared memory (the free P.V scratch); then every output
+// element is the weighted sum of its chunks, loads unrolled so they are in flight together.
+template <int kG, int kP>
+__device__ void merge_chunks(const AttentionParams& p, ChunkSmem<kG, kP>& s, int row, int kvh, int n_chunks) {
+  constexpr int kCap = kAttnWarps * kP * 64;  // chunk weights per head that fit in s.red
+  const int group = p.n_heads / p.n_kv_heads, hd = p.head_dim;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (n_chunks > kCap) {  // contexts longer than kCap chunks: the plain per-element merge
+    for (int slot = threadIdx.x; slot < group * hd; slot += kAttnThreads) {
+      const int head = kvh * group + slot / hd, dim = slot % hd;
+      p.out[static_cast<int64_t>(row) * p.out_stride + head * hd + dim] =
+          __float2half_rn(combine_chunks(p, row, head, dim, n_chunks));
+    }
+    return;
+  }
+  float* weights = &s.red[0][0][0];  // [kG][kCap]
+  __syncthreads();                   // attend_chunk is done with s.red in every warp
+  for (int g = warp; g < group; g += kAttnWarps) {
+    const float* ml = p.part_ml + (static_cast<int64_t>(row) * p.n_heads + kvh * group + g) * p.max_chunks * 2;
+    float m = -FLT_MAX;
+    for (int c = lane; c < n_chunks; c += 32) m = fmaxf(m, __ldcg(ml + 2 * c));
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    float l = 0.0f;
+    for (int c = lane; c < n_chunks; c += 32) {
+      const float e = expf(__ldcg(ml + 2 * c) - m);
+      weights[g * kCap + c] = e;
+      l += __ldcg(ml + 2 * c + 1) * e;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
+    const float inv_l = 1.0f / l;
+    for (int c = lane; c < n_chunks; c += 32) weights[g * kCap + c] *= inv_l;
+  }
+  __syncthreads();
+  for (int slot = threadIdx.x; slot < group * hd; slot += kAttnThreads) {
+    const int g = slot / hd, dim = slot % hd;
+    const float* po = p.part_o + (static_cast<int64_t>(row) * p.n_heads + kvh * group + g) * p.max_chunks * hd + dim;
+    float o = 0.0f;
+#pragma unroll 8
+    for (int c = 0; c < n_chunks; ++c) o += __ldcg(po + static_cast<int64_t>(c) * hd) * weights[g * kCap + c];
+    p.out[static_cast<int64_t>(row) * p.out_stride + (kvh * group + g) * hd + dim] = __float2half_rn(o);
+  }
+}
+
+template <int kG, int kP>
+__global__ void __launch_bounds__(kAttnThreads) attention_decode_kernel(const DecodeAttentionParams d) {
+  __shared__ ChunkSmem<kG, kP> s;
+  __shared__ int last_s;
+  const AttentionParams& p = d.attn;
+  pdl_wait();
+  pdl_trigger();
+  const int chunk = blockIdx.x, kvh = blockIdx.y, row = blockIdx.z;
+  const int len = p.seq_lens[row];
+  if (chunk * kAttnChunkTokens >= len) return;
+  const int n_chunks = (len + kAttnChunkTokens - 1) / kAttnChunkTokens;
+  const int group = p.n_heads / p.n_kv_heads, hd = p.head_dim, pos = len - 1;
+  const float* qkv = d.qkv + static_cast<int64_t>(row) * d.qkv_stride;
+
+  for (int i = threadIdx.x; i < group * (hd / 2); i += kAttnThreads) {
+    const int gi = i / (hd / 2), j = i % (hd / 2);
+    int i0, i1, freq;
+    rope_pair(d.rope, j, i0, i1, freq);
+    const float* q = qkv + (kvh * group + gi) * hd;
+    float a = q[i0], b = q[i1];
+    rope_rotate(d.rope, pos, freq, a, b);
+    s.q_s[gi][i0] = a * p.scale;
+    s.q_s[gi][i1] = b * p.scale;
+  }
+  if (chunk == n_chunks - 1) write_new_kv(d, qkv, row, kvh, pos);
+  __syncthreads();  // queries staged; the new K/V visible to this block's loads
+  attend_chunk<kG, kP>(p, s, chunk, kvh, row);
+
+  __threadfence();  // this block's partials before its arrival
+  __syncthreads();
+  int* counter = d.counters + static_cast<int64_t>(row) * p.n_kv_heads + kvh;
+  if (threadIdx.x == 0) last_s = atomicAdd(counter, 1) == n_chunks - 1;
+  __syncthreads();
+  if (!last_s) return;
+  __threadfence();
+  merge_chunks<kG, kP>(p, s, row, kvh, n_chunks);
+  if (threadIdx.x == 0) *counter = 0;  // ready for the next launch
+}
+
+}  // namespace
+
+void launch_attention_decode(const DecodeAttentionParams& d, cudaStream_t stream) {
+  const AttentionParams& p = d.attn;
+  if (p.n_heads / p.n_kv_heads > kAttnMaxGroup || p.head_dim > kAttnMaxHeadDim || p.head_dim % 2 != 0 ||
+      p.n_rows > kAttnMaxRowsPerLaunch) {
+    throw CudaError("decode attention: unsupported shape (heads per kv head " +
+                    std::to_string(p.n_heads / p.n_kv_heads) + ", head_dim " + std::to_string(p.head_dim) +
+                    ", rows " + std::to_string(p.n_rows) + ")");
+  }
+  const int group = p.n_heads / p.n_kv_heads;
+  const int pairs = p.head_dim <= 64 ? 1 : (p.head_dim <= 128 ? 2 : 4);
+  using Kernel = void (*)(DecodeAttentionParams);
+  const Kernel kernels[4][3] = {
+      {attention_decode_kernel<1, 1>, attention_decode_kernel<1, 2>, attention_decode_kernel<1, 4>},
+      {attention_decode_kernel<2, 1>, attention_decode_kernel<2, 2>, attention_decode_kernel<2, 4>},
+      {attention_decode_kernel<4, 1>, attention_decode_kernel<4, 2>, attention_decode_kernel<4, 4>},
+      {attention_decode_kernel<8, 1>, attention_decode_kernel<8, 2>, attention_decode_kernel<8, 4>}};
+  const int gi = group <= 1 ? 0 : (group <= 2 ? 1 : (group <= 4 ? 2 : 3));
+  launch_pdl(kernels[gi][pairs == 1 ? 0 : (pairs == 2 ? 1 : 2)], dim3(p.grid_chunks, p.n_kv_heads, p.n_rows),
+             dim3(kAttnThreads), 0, stream, d);
+}
+
+}  // namespace chorus::cuda

@@ -1,0 +1,218 @@
+#pragma once
+// The GEMV's output stage (gemv.h): split partials, and for the other output kinds the
+// reduction of the splits in the last block of each 64-row block to finish, followed by the
+// fused operation. Included by gemv_kernel.cuh only.
+#include <cfloat>
+#include <climits>
+
+#include "cuda/gemv.h"
+
+namespace chorus::cuda {
+
+// The 64 output rows a block computes: which matrix, where its rows start.
+struct BlockRows {
+  const uint8_t* w = nullptr;
+  const float* bias = nullptr;
+  int n_rows = 0;
+  int col_begin = 0;
+  int row0 = 0;  // first row of the block within the matrix
+};
+
+__device__ __forceinline__ BlockRows locate_block(const GemvMats& m, int bx) {
+  int mat = 0, rb = bx;
+  const int b0 = (m.n_rows[0] + kGemvRowsPerBlock - 1) / kGemvRowsPerBlock;
+  const int b1 = (m.n_rows[1] + kGemvRowsPerBlock - 1) / kGemvRowsPerBlock;
+  if (m.n_mats > 1 && rb >= b0) {
+    rb -= b0;
+    mat = 1;
+    if (m.n_mats > 2 && rb >= b1) { rb -= b1; mat = 2; }
+  }
+  // Explicit selects keep the parameter arrays out of local memory.
+  BlockRows r;
+  r.w = mat == 0 ? m.w[0] : (mat == 1 ? m.w[1] : m.w[2]);
+  r.bias = mat == 0 ? m.bias[0] : (mat == 1 ? m.bias[1] : m.bias[2]);
+  r.n_rows = mat == 0 ? m.n_rows[0] : (mat == 1 ? m.n_rows[1] : m.n_rows[2]);
+  r.col_begin = mat == 0 ? m.col_begin[0] : (mat == 1 ? m.col_begin[1] : m.col_begin[2]);
+  r.row0 = rb * kGemvRowsPerBlock;
+  return r;
+}
+
+// Calls f(seq, local_row, value) for every valid accumulator of this lane: the mma C layout
+// puts (row g, cols 2t, 2t+1) in c[0..1] and (row g+8, same cols) in c[2..3].
+template <int kNT, typename F>
+__device__ __forceinline__ void for_each_acc(const BlockRows& br, int n_seqs, int warp, int lane,
+                                             const float (&acc)[kNT][4], F&& f) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int n = nt * 8 + 2 * t + (j & 1);
+      const int r = warp * 16 + g + (j >> 1) * 8;
+      if (n < n_seqs && br.row0 + r < br.n_rows) f(n, r, acc[nt][j]);
+    }
+  }
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// x += v for the block's 64 columns, then the sum of squares of the new values of these
+// columns (one 64-column group) in a fixed tree: lanes hold columns (lane, lane + 32).
+__device__ inline void epilogue_residual(const GemvParams& p, const BlockRows& br, float* vals) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  constexpr int kBatch = 4;
+  const int total = p.n_seqs * kGemvRowsPerBlock;
+  for (int e0 = threadIdx.x; e0 < total; e0 += kBatch * blockDim.x) {
+    float old[kBatch];
+    float* x[kBatch];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int e = e0 + j * blockDim.x;
+      const int n = e / kGemvRowsPerBlock, row = br.row0 + e % kGemvRowsPerBlock;
+      x[j] = e < total && row < br.n_rows
+                 ? p.out.out + static_cast<int64_t>(n) * p.out.out_stride + br.col_begin + row
+                 : nullptr;
+      old[j] = x[j] ? *x[j] : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int e = e0 + j * blockDim.x;
+      if (e >= total) continue;
+      float sq = 0.0f;
+      if (x[j]) {
+        const float v = old[j] + vals[e];
+        *x[j] = v;
+        sq = v * v;
+      }
+      vals[e] = sq;
+    }
+  }
+  __syncthreads();
+  const int group = (br.col_begin + br.row0) / kNormGroup;
+  for (int n = warp; n < p.n_seqs; n += kGemvWarps) {
+    const float s = warp_sum(vals[n * kGemvRowsPerBlock + lane] + vals[n * kGemvRowsPerBlock + 32 + lane]);
+    if (lane == 0) p.out.ss[static_cast<int64_t>(n) * p.out.ss_stride + group] = s;
+  }
+}
+
+// Rows [32h, 32h+16) of the block are gate rows of features 16 (row0/32 + h) + i, the next 16
+// the up rows of the same features (DeviceLayer::w_gate_up).
+__device__ inline void epilogue_swiglu(const GemvParams& p, const BlockRows& br, const float* vals) {
+  for (int e = threadIdx.x; e < p.n_seqs * 32; e += blockDim.x) {
+    const int n = e >> 5, q = e & 31, h = q >> 4, i = q & 15;
+    const int f = (br.row0 / 32 + h) * 16 + i;
+    if (f >= p.out.n_ff) continue;
+    const float gate = vals[n * kGemvRowsPerBlock + 32 * h + i];
+    const float up = vals[n * kGemvRowsPerBlock + 32 * h + 16 + i];
+    p.out.out_h[static_cast<int64_t>(n) * p.out.out_h_stride + f] = __float2half_rn(gate / (1.0f + expf(-gate)) * up);
+  }
+}
+
+// Logits out, and per sequence the block's best (value, lowest row) for the greedy sampler.
+__device__ inline void epilogue_logits(const GemvParams& p, const BlockRows& br, const float* vals) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int e = threadIdx.x; e < p.n_seqs * kGemvRowsPerBlock; e += blockDim.x) {
+    const int n = e / kGemvRowsPerBlock, row = br.row0 + e % kGemvRowsPerBlock;
+    if (row < br.n_rows) p.out.out[static_cast<int64_t>(n) * p.out.out_stride + row] = vals[e];
+  }
+  for (int n = warp; n < p.n_seqs; n += kGemvWarps) {
+    float bv = -FLT_MAX;
+    int bi = INT_MAX;
+    for (int r = lane; r < kGemvRowsPerBlock; r += 32) {
+      const int row = br.row0 + r;
+      const float v = vals[n * kGemvRowsPerBlock + r];
+      if (row < br.n_rows && (bi == INT_MAX || v > bv)) { bv = v; bi = row; }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+      if (ov > bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
+    }
+    if (lane == 0) {
+      p.out.argmax_val[blockIdx.x * kGemvMaxSeqs + n] = bv;
+      p.out.argmax_idx[blockIdx.x * kGemvMaxSeqs + n] = bi;
+    }
+  }
+}
+
+// Sum of the block's split partials in split order into vals [n_seqs][64]; false when another
+// block of this row block is still running (that block, the last to finish, does the rest).
+// A thread loads all splits of 4 elements before adding any: one memory latency per round.
+inline constexpr int kGemvMaxSplits = 16;
+__device__ inline bool gather_splits(const GemvParams& p, const BlockRows& br, float* vals, int& last_s) {
+  __threadfence();  // this block's partials before its arrival
+  __syncthreads();
+  if (threadIdx.x == 0) last_s = atomicAdd(&p.split.counters[blockIdx.x], 1) == p.split.n_splits - 1;
+  __syncthreads();
+  if (!last_s) return false;
+  __threadfence();
+  constexpr int kBatch = 4;
+  const int total = p.n_seqs * kGemvRowsPerBlock;
+  for (int e0 = threadIdx.x; e0 < total; e0 += kBatch * blockDim.x) {
+    float part[kBatch][kGemvMaxSplits];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int e = e0 + j * blockDim.x;
+      const int n = e / kGemvRowsPerBlock, r = e % kGemvRowsPerBlock;
+      const bool valid = e < total && br.row0 + r < br.n_rows;
+      const float* src = p.split.partials + static_cast<int64_t>(n) * p.split.part_stride + br.col_begin + br.row0 + r;
+#pragma unroll
+      for (int k = 0; k < kGemvMaxSplits; ++k) {
+        part[j][k] = valid && k < p.split.n_splits ? __ldcg(src + k * p.split.split_stride) : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int e = e0 + j * blockDim.x;
+      float s = 0.0f;
+#pragma unroll
+      for (int k = 0; k < kGemvMaxSplits; ++k) {
+        if (k < p.split.n_splits) s += part[j][k];
+      }
+      if (e < total) vals[e] = s;
+    }
+  }
+  if (threadIdx.x == 0) p.split.counters[blockIdx.x] = 0;  // ready for the next launch
+  return true;
+}
+
+template <int kNT>
+__device__ inline void gemv_epilogue(const GemvParams& p, const BlockRows& br, const float (&acc)[kNT][4], float* vals,
+                              int& last_s) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (p.out.kind == GemvOut::Partials || p.split.n_splits > 1) {
+    float* part = p.split.partials + blockIdx.y * p.split.split_stride + br.col_begin + br.row0;
+    for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc,
+                      [&](int n, int r, float v) { part[static_cast<int64_t>(n) * p.split.part_stride + r] = v; });
+    if (p.out.kind == GemvOut::Partials) return;
+  }
+  __syncthreads();  // the x staging area becomes vals
+  if (p.split.n_splits > 1) {
+    if (!gather_splits(p, br, vals, last_s)) return;
+  } else {
+    for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc,
+                      [&](int n, int r, float v) { vals[n * kGemvRowsPerBlock + r] = v; });
+  }
+  __syncthreads();
+  switch (p.out.kind) {
+    case GemvOut::Sum:
+      for (int e = threadIdx.x; e < p.n_seqs * kGemvRowsPerBlock; e += blockDim.x) {
+        const int n = e / kGemvRowsPerBlock, row = br.row0 + e % kGemvRowsPerBlock;
+        if (row >= br.n_rows) continue;
+        const float b = br.bias ? br.bias[row] : 0.0f;
+        p.out.out[static_cast<int64_t>(n) * p.out.out_stride + br.col_begin + row] = vals[e] + b;
+      }
+      break;
+    case GemvOut::Residual: epilogue_residual(p, br, vals); break;
+    case GemvOut::SwiGlu: epilogue_swiglu(p, br, vals); break;
+    case GemvOut::Logits: epilogue_logits(p, br, vals); break;
+    case GemvOut::Partials: break;
+  }
+}
+
+}  // namespace chorus::cuda

@@ -1,0 +1,250 @@
+// The GEMV's fused input and output stages (gemv.h) against CPU references on fresh random
+// data: RMSNorm of f32 residual rows in front; split reduction + bias, residual add with sums
+// of squares, SwiGLU of an interleaved gate/up pair, and logits with per-block argmax behind.
+// Each is also checked for batch invariance (bit-identical rows for every M) and for leaving
+// its split counters at zero (a second launch gives the same bits).
+// Tolerances: f16 activations and weights (relative 2^-11 each), f32 accumulation: relative
+// L2 error bound 2e-3; sums of squares recomputed from the device's own residual rows: 1e-5.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+
+#include "tests/cuda/gemv_test_util.h"
+
+namespace chorus::cuda {
+namespace {
+
+using namespace test;
+
+const TensorType kFusedTypes[] = {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::F16};
+
+// Residual rows [32][k], their sums of squares per 64 columns, and norm weights.
+struct NormInput {
+  std::vector<float> resid, ss, w;
+  int64_t k = 0, n_groups = 0;
+  DeviceBuffer<float> d_resid, d_ss, d_w;
+  // w_scale keeps products of large random weights inside f16 where the output is f16.
+  NormInput(int64_t k_, std::mt19937& rng, float w_scale = 1.0f) : k(k_), n_groups((k_ + 63) / 64) {
+    resid = normal_floats(static_cast<size_t>(32 * k), rng);
+    w = normal_floats(static_cast<size_t>(k), rng, 1.0f);
+    for (auto& v : w) v *= w_scale;
+    ss.assign(static_cast<size_t>(32 * n_groups), 0.0f);
+    for (int m = 0; m < 32; ++m)
+      for (int64_t i = 0; i < k; ++i) ss[m * n_groups + i / 64] += resid[m * k + i] * resid[m * k + i];
+    d_resid = to_device(resid);
+    d_ss = to_device(ss);
+    d_w = to_device(w);
+  }
+  GemvInput input() const {
+    GemvInput in;
+    in.kind = GemvIn::NormF32;
+    in.resid = d_resid.get();
+    in.resid_stride = static_cast<int32_t>(k);
+    in.ss = d_ss.get();
+    in.ss_stride = static_cast<int32_t>(n_groups);
+    in.norm_w = d_w.get();
+    in.eps = 1e-5f;
+    return in;
+  }
+  std::vector<float> normalized() const {  // [32][k], what the kernel feeds the product (before f16)
+    std::vector<float> x(resid.size());
+    for (int m = 0; m < 32; ++m) {
+      double s = 0;
+      for (int64_t g = 0; g < n_groups; ++g) s += ss[m * n_groups + g];
+      const double rstd = 1.0 / std::sqrt(s / static_cast<double>(k) + 1e-5);
+      for (int64_t i = 0; i < k; ++i) x[m * k + i] = static_cast<float>(resid[m * k + i] * rstd * w[i]);
+    }
+    return x;
+  }
+};
+
+class GemvFusedTest : public ::testing::TestWithParam<TensorType> {};
+
+TEST_P(GemvFusedTest, NormalizedInputSumAndBias) {
+  CHORUS_REQUIRE_GPU();
+  const TensorType type = GetParam();
+  std::mt19937 rng(31 + static_cast<int>(type));
+  const int64_t k = 1536, n = 200;  // 6 tiles in 3 splits; rows not a multiple of 64
+  const Problem pr = make_problem(type, k, n, rng);
+  const NormInput ni(k, rng);
+  const auto bias = normal_floats(static_cast<size_t>(n), rng);
+  const auto d_bias = to_device(bias);
+  const Rig rig(pr, 3);
+  DeviceBuffer<float> out(static_cast<size_t>(32 * n));
+  auto run = [&](int m) {
+    CHORUS_CUDA_CHECK(cudaMemset(out.get(), 0xff, out.size_bytes()));
+    GemvParams p = rig.params(m);
+    p.mats.bias[0] = d_bias.get();
+    p.in = ni.input();
+    p.out.kind = GemvOut::Sum;
+    p.out.out = out.get();
+    p.out.out_stride = static_cast<int32_t>(n);
+    launch_gemv(type, p, nullptr);
+    auto y = to_host(out);
+    y.resize(static_cast<size_t>(m * n));
+    return y;
+  };
+  const auto full = run(32);
+  auto ref = reference(pr, ni.normalized(), k, 32);
+  for (int m = 0; m < 32; ++m)
+    for (int64_t c = 0; c < n; ++c) ref[m * n + c] += bias[c];
+  for (float v : full) ASSERT_TRUE(std::isfinite(v));
+  EXPECT_LT(test::rel_l2(full.data(), ref.data(), full.size()), 2e-3);
+  EXPECT_EQ(0, std::memcmp(run(32).data(), full.data(), full.size() * 4)) << "second launch (counters reset)";
+  for (int m : {1, 5, 13}) {
+    ASSERT_EQ(0, std::memcmp(run(m).data(), full.data(), static_cast<size_t>(m * n) * 4)) << "M=" << m;
+  }
+}
+
+TEST_P(GemvFusedTest, ResidualAddAndSumsOfSquares) {
+  CHORUS_REQUIRE_GPU();
+  const TensorType type = GetParam();
+  std::mt19937 rng(47 + static_cast<int>(type));
+  const int64_t k = 1536, n = 320;  // n: the residual width, 5 groups of 64
+  const Problem pr = make_problem(type, k, n, rng);
+  const int64_t x_stride = k;
+  const auto x_h = random_x_half(32, k, x_stride, rng);
+  std::vector<float> x_f(x_h.size());
+  for (size_t i = 0; i < x_h.size(); ++i) x_f[i] = quant::fp16_to_f32(x_h[i]);
+  const auto x = to_device(x_h);
+  const auto resid0 = normal_floats(static_cast<size_t>(32 * n), rng);
+  const int64_t n_groups = n / 64;
+  const Rig rig(pr, 3);
+  DeviceBuffer<float> resid(resid0.size()), ss(static_cast<size_t>(32 * n_groups));
+  auto run = [&](int m, std::vector<float>& ss_out) {
+    CHORUS_CUDA_CHECK(cudaMemcpy(resid.get(), resid0.data(), resid.size_bytes(), cudaMemcpyHostToDevice));
+    CHORUS_CUDA_CHECK(cudaMemset(ss.get(), 0xff, ss.size_bytes()));
+    GemvParams p = rig.params(m);
+    p.in.x = reinterpret_cast<const __half*>(x.get());
+    p.in.x_stride = static_cast<int32_t>(x_stride);
+    p.out.kind = GemvOut::Residual;
+    p.out.out = resid.get();
+    p.out.out_stride = static_cast<int32_t>(n);
+    p.out.ss = ss.get();
+    p.out.ss_stride = static_cast<int32_t>(n_groups);
+    launch_gemv(type, p, nullptr);
+    ss_out = to_host(ss);
+    auto r = to_host(resid);
+    return r;
+  };
+  std::vector<float> ss_full;
+  const auto full = run(32, ss_full);
+  const auto prod = reference(pr, x_f, x_stride, 32);
+  std::vector<double> want(full.size());
+  std::vector<float> delta(full.size());
+  for (size_t i = 0; i < full.size(); ++i) { want[i] = prod[i]; delta[i] = full[i] - resid0[i]; }
+  EXPECT_LT(test::rel_l2(delta.data(), want.data(), delta.size()), 2e-3);
+  for (int m = 0; m < 32; ++m)
+    for (int64_t g = 0; g < n_groups; ++g) {
+      double s = 0;
+      for (int64_t i = 64 * g; i < 64 * g + 64; ++i) s += double(full[m * n + i]) * full[m * n + i];
+      ASSERT_NEAR(ss_full[m * n_groups + g], s, 1e-5 * s) << "row " << m << " group " << g;
+    }
+  for (int m : {1, 7, 32}) {
+    std::vector<float> ss_m;
+    const auto part = run(m, ss_m);
+    ASSERT_EQ(0, std::memcmp(part.data(), full.data(), static_cast<size_t>(m * n) * 4)) << "M=" << m;
+    ASSERT_EQ(0, std::memcmp(ss_m.data(), ss_full.data(), static_cast<size_t>(m * n_groups) * 4)) << "M=" << m;
+  }
+}
+
+TEST_P(GemvFusedTest, SwigluOfInterleavedGateUp) {
+  CHORUS_REQUIRE_GPU();
+  const TensorType type = GetParam();
+  std::mt19937 rng(53 + static_cast<int>(type));
+  const int64_t k = 1024, n_ff = 200;  // n_ff not a multiple of 16: padded groups
+  const Problem gate = make_problem(type, k, n_ff, rng), up = make_problem(type, k, n_ff, rng);
+  TensorView g, u;
+  g.type = u.type = type;
+  g.ne0 = u.ne0 = k;
+  g.ne1 = u.ne1 = n_ff;
+  g.data = gate.raw.data();
+  u.data = up.raw.data();
+  Problem fused{type, k, 0, {}, {}, upload_gate_up(g, u)};
+  const NormInput ni(k, rng, 0.05f);
+  const Rig rig(fused, 2);
+  DeviceBuffer<__half> out(static_cast<size_t>(32 * n_ff));
+  auto run = [&](int m) {
+    CHORUS_CUDA_CHECK(cudaMemset(out.get(), 0xff, out.size_bytes()));
+    GemvParams p = rig.params(m);
+    p.in = ni.input();
+    p.out.kind = GemvOut::SwiGlu;
+    p.out.out_h = out.get();
+    p.out.out_h_stride = static_cast<int32_t>(n_ff);
+    p.out.n_ff = static_cast<int32_t>(n_ff);
+    launch_gemv(type, p, nullptr);
+    std::vector<uint16_t> h(out.size());
+    CHORUS_CUDA_CHECK(cudaDeviceSynchronize());
+    CHORUS_CUDA_CHECK(cudaMemcpy(h.data(), out.get(), out.size_bytes(), cudaMemcpyDeviceToHost));
+    std::vector<float> f(static_cast<size_t>(m * n_ff));
+    for (size_t i = 0; i < f.size(); ++i) f[i] = quant::fp16_to_f32(h[i]);
+    return f;
+  };
+  const auto full = run(32);
+  const auto x = ni.normalized();
+  const auto gr = reference(gate, x, k, 32), ur = reference(up, x, k, 32);
+  std::vector<double> ref(gr.size());
+  for (size_t i = 0; i < ref.size(); ++i) ref[i] = gr[i] / (1.0 + std::exp(-gr[i])) * ur[i];
+  for (float v : full) ASSERT_TRUE(std::isfinite(v));
+  EXPECT_LT(test::rel_l2(full.data(), ref.data(), full.size()), 3e-3);
+  for (int m : {1, 9}) {
+    ASSERT_EQ(0, std::memcmp(run(m).data(), full.data(), static_cast<size_t>(m * n_ff) * 4)) << "M=" << m;
+  }
+}
+
+TEST_P(GemvFusedTest, LogitsAndBlockArgmax) {
+  CHORUS_REQUIRE_GPU();
+  const TensorType type = GetParam();
+  std::mt19937 rng(61 + static_cast<int>(type));
+  const int64_t k = 512, n = 1000;  // 16 row blocks, the last one partial
+  const Problem pr = make_problem(type, k, n, rng);
+  const NormInput ni(k, rng);
+  const Rig rig(pr, 1);
+  const int32_t n_blocks = static_cast<int32_t>((n + 63) / 64);
+  DeviceBuffer<float> logits(static_cast<size_t>(32 * n)), best_v(static_cast<size_t>(n_blocks * 32));
+  DeviceBuffer<int32_t> best_i(static_cast<size_t>(n_blocks * 32));
+  GemvParams p = rig.params(32);
+  p.in = ni.input();
+  p.out.kind = GemvOut::Logits;
+  p.out.out = logits.get();
+  p.out.out_stride = static_cast<int32_t>(n);
+  p.out.argmax_val = best_v.get();
+  p.out.argmax_idx = best_i.get();
+  launch_gemv(type, p, nullptr);
+  const auto l = to_host(logits);
+  const auto bv = to_host(best_v);
+  const auto bi = to_host(best_i);
+  const auto ref = reference(pr, ni.normalized(), k, 32);
+  EXPECT_LT(test::rel_l2(l.data(), ref.data(), l.size()), 2e-3);
+  for (int m = 0; m < 32; ++m) {
+    const int64_t want = std::max_element(l.begin() + m * n, l.begin() + (m + 1) * n) - (l.begin() + m * n);
+    float v = -FLT_MAX;
+    int idx = -1;
+    for (int b = 0; b < n_blocks; ++b) {
+      if (bv[b * 32 + m] > v) { v = bv[b * 32 + m]; idx = bi[b * 32 + m]; }
+    }
+    ASSERT_EQ(idx, want) << "row " << m;
+    ASSERT_EQ(v, l[m * n + want]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, GemvFusedTest, ::testing::ValuesIn(kFusedTypes),
+                         [](const auto& info) { return tensor_type_name(static_cast<uint32_t>(info.param)); });
+
+TEST(GemvSplits, DependOnShapeOnlyAndCoverK) {
+  for (int64_t rows : {256, 4096, 6144, 28672, 128256}) {
+    for (int32_t tiles : {1, 2, 5, 8, 16, 56}) {
+      const GemvSplitShape s = gemv_choose_splits(rows, tiles, 132);
+      EXPECT_GE(s.n_splits, 1);
+      EXPECT_LE(s.n_splits, 16);
+      EXPECT_GE(int64_t{s.n_splits} * s.tiles_per_split, tiles);
+      EXPECT_LT(int64_t{s.n_splits - 1} * s.tiles_per_split, tiles) << "an empty split";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace chorus::cuda
