@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds what scripts/gpu/run_gpu_checks.sh runs on the device machine (which has no Qt and no
+# network) and puts it in .carry/ (git-ignored): the CUDA tests, the benchmarks, the backend
+# library and the peer reference models it needs. The tree that travels must stay under 64 MiB,
+# so the f32 peer models and the llama.cpp logits are left out and the binaries travel as
+# .carry/binaries.tar.xz (run_gpu_checks.sh unpacks it).
+#   scripts/gpu/build_carry.sh [MODEL.gguf...]   # extra models for chorus-bench run (.carry/models)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PEER=${CHORUS_PEER_DIR:-$(cd .. && pwd)/shared/peer}
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHORUS_GUI=OFF -DCHORUS_CUDA=ON > /dev/null
+tests=$(ls tests/cuda/test_*.cpp | xargs -n1 basename | sed 's/\.cpp$//')
+cmake --build build-gpu -j "${CHORUS_JOBS:-$(nproc)}" --target $tests chorus-cuda-bench chorus-cuda-synth chorus-bench chorus_cuda
+rm -rf .carry && mkdir -p .carry/bin .carry/lib .carry/peer/logits .carry/models
+for t in $tests chorus-cuda-bench chorus-cuda-synth chorus-bench; do cp "build-gpu/bin/$t" .carry/bin/; done
+cp build-gpu/lib/libchorus_cuda.so .carry/lib/
+strip --strip-unneeded .carry/bin/* .carry/lib/*.so
+for f in "$PEER"/logits/*.gguf; do
+  n=$(basename "${f%.gguf}")
+  case $n in *f32) continue ;; esac
+  cp "$f" "$PEER/logits/$n.json" "$PEER/logits/$n.exact.logits.f32" .carry/peer/logits/
+done
+for m in "$@"; do cp "$m" .carry/models/; done
+# The binaries carry every kernel each; compressed they take a fraction of the 64 MiB.
+tar -C .carry -cJf .carry/binaries.tar.xz bin lib && rm -rf .carry/bin .carry/lib
+du -sh .carry
