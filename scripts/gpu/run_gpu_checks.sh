@@ -7,7 +7,8 @@
 # Build them here with scripts/gpu/build_carry.sh. Runs the kernel and backend tests,
 # generates the synthetic q4_k_m models there (too big to carry), benchmarks them, and prints
 # a short table last. Full logs go to $OUT (few files: the device tool returns at most 8).
-# Stages (STAGES, comma separated): tests, bench, profile, enginebench.
+# Stages (STAGES, comma separated): tests, bench, profile, esynth (start the Engine's synthetic
+# 8B model in the background), assemble (a model carried in parts), enginebench.
 set -uo pipefail
 CARRY=${CARRY:-.carry}
 OUT=${OUT:-/tmp/chorus-gpu-out}
@@ -27,16 +28,27 @@ has() { [[ ",$STAGES," == *",$1,"* ]]; }
 section() { echo "==== $1 ====" >> "$LOG"; }
 
 # Synthetic models in the background while the tests run (16 cores there).
-if has bench || has profile || has enginebench; then
+if has bench || has profile; then
   ( "$BIN/chorus-cuda-synth" llama3.2-1b /tmp/l1b.gguf > /tmp/synth1b.log 2>&1
     "$BIN/chorus-cuda-synth" llama3-8b /tmp/l8b.gguf > /tmp/synth8b.log 2>&1 ) &
   SYNTH_PID=$!
 fi
-if has enginebench; then
-  # chorus-bench synth writes a tokenizer too, so these run through the whole Engine.
-  ( "$BIN/chorus-bench" synth --shape llama3-8b --type q4_k_m --out /tmp/e8b.gguf > /tmp/esynth8b.log 2>&1
-    "$BIN/chorus-bench" synth --shape llama3.2-1b --type q4_k_m --out /tmp/e1b.gguf > /tmp/esynth1b.log 2>&1 ) &
-  ESYNTH_PID=$!
+# chorus-bench synth writes a tokenizer too, so its models run through the whole Engine. It runs
+# in its own session so that it survives this command and a later call (stage enginebench,
+# while the machine is still held) finds the file.
+if has esynth; then
+  setsid nohup bash -c "'$BIN/chorus-bench' synth --shape llama3-8b --type q4_k_m --out /tmp/e8b.gguf \
+    > /tmp/esynth8b.log 2>&1 && touch /tmp/e8b.done" > /dev/null 2>&1 < /dev/null &
+fi
+# A model too big for one call travels in parts over several calls while the machine is held:
+# .parts/pN/NAME.part (git-ignored, each carried by its own call) and .parts/NAME.sha256; the
+# parts are joined in pN order and checked before use.
+if has assemble; then
+  for sum in .parts/*.sha256; do
+    name=$(basename "${sum%.sha256}")
+    cat .parts/p*/"$name".part > "/tmp/$name"
+    echo "$(cut -d' ' -f1 "$sum")  /tmp/$name" | sha256sum -c - | tee -a "$LOG"
+  done
 fi
 
 if has tests; then
@@ -48,7 +60,7 @@ if has tests; then
   grep -E "^\[  FAILED|Failure|Expected|Which is|error:" "$LOG" | head -30
 fi
 
-if has bench || has profile || has enginebench; then
+if has bench || has profile; then
   python3 - <<'PY' 2>&1 | tee -a "$LOG"
 import torch
 x = torch.empty(2 * 1024**3, dtype=torch.uint8, device='cuda'); y = torch.empty_like(x)
@@ -104,10 +116,10 @@ PY
 fi
 
 if has enginebench; then
-  wait "$ESYNTH_PID"
-  tail -n 1 /tmp/esynth8b.log /tmp/esynth1b.log
-  models="/tmp/e8b.gguf /tmp/e1b.gguf $(ls "$CARRY"/models/*.gguf 2>/dev/null | tr '\n' ' ')"
-  for m in $models; do
+  for _ in $(seq 1 120); do [ -f /tmp/e8b.done ] && break; sleep 2; done
+  tail -n 1 /tmp/esynth8b.log
+  for m in /tmp/e8b.gguf /tmp/*.Q4_1.gguf "$CARRY"/models/*.gguf; do
+    [ -f "$m" ] || continue
     section "chorus-bench run $m"
     timeout 300 "$BIN/chorus-bench" run --model "$m" --backend cuda --parallel 1,2,4,8,16,32 \
       --prompt-tokens 128 --gen-tokens 128 2>&1 | tee -a "$OUT/enginebench.txt" >> "$LOG"
