@@ -14,6 +14,7 @@
 #include "cuda/attention.h"
 #include "cuda/gemm_lt.h"
 #include "cuda/gemv.h"
+#include "cuda/layer_ops.h"
 #include "cuda/sampling.h"
 #include "engine/backend/backend.h"
 #include "engine/model/model_file.h"
@@ -69,6 +70,7 @@ class CudaBackend final : public Backend {
     int32_t part_stride = 0;  // output columns of the whole product
   };
   void enqueue_gemv(const GemvCall& call, int32_t n_rows);
+  void enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, GemvSplitShape split, int32_t n_rows);
   GemvInput norm_input(const float* norm_w, int32_t row_begin = 0) const;
   GemvInput half_input(const __half* x) const;
   GemvOutput residual_output() const;
@@ -85,6 +87,7 @@ class CudaBackend final : public Backend {
   void enqueue_matmul_gemm(const DeviceMatrix* const* mats, int n_mats, const __half* x, int32_t n_rows,
                            int32_t out_stride);
   AttentionParams attention_params(int32_t il, int32_t n_rows, int32_t grid_chunks) const;
+  QkvRopeParams qkv_rope_params(const AttentionParams& ap, const DeviceLayer* biases) const;
   void enqueue_lm_head(int32_t row_begin, int32_t n_rows);
   void enqueue_sample(int32_t n_rows);
   void enqueue_decode(int32_t n_rows, int32_t max_chunks);

@@ -144,6 +144,32 @@ AttentionParams CudaBackend::attention_params(int32_t il, int32_t n_rows, int32_
   return ap;
 }
 
+// RoPE and cache write of the q|k|v rows in mm_out_ for the rows of `ap`; with a layer, its
+// biases are added on the way (the GEMM route; the GEMV route added them already).
+QkvRopeParams CudaBackend::qkv_rope_params(const AttentionParams& ap, const DeviceLayer* biases) const {
+  const ModelConfig& c = model_->config;
+  QkvRopeParams qr;
+  qr.qkv = Partials{mm_out_.get(), 1, 0, mm_stride_, 0};
+  if (biases) {
+    qr.bq = biases->bq.get();
+    qr.bk = biases->bk.get();
+    qr.bv = biases->bv.get();
+  }
+  qr.positions = reinterpret_cast<const int32_t*>(inputs_dev_.get() + inputs_.positions);
+  qr.block_tables = ap.block_tables;
+  qr.max_blocks = max_blocks_;
+  qr.block_tokens = kv_layout_.block_tokens;
+  qr.k_cache = ap.k_cache;
+  qr.v_cache = ap.v_cache;
+  qr.q_out = q_.get();
+  qr.n_heads = c.n_heads;
+  qr.n_kv_heads = c.n_kv_heads;
+  qr.head_dim = c.head_dim;
+  qr.rope = rope_of(c);
+  qr.n_rows = ap.n_rows;
+  return qr;
+}
+
 // QKV rotation, cache write and attention from the q|k|v rows in mm_out_ into h_.
 void CudaBackend::enqueue_attention_gemv(int32_t il, int32_t n_rows, int32_t grid_chunks, int32_t prefill_first_pos) {
   const ModelConfig& c = model_->config;
@@ -158,21 +184,7 @@ void CudaBackend::enqueue_attention_gemv(int32_t il, int32_t n_rows, int32_t gri
     launch_attention_decode(d, stream_->get());
     return;
   }
-  QkvRopeParams qr;
-  qr.qkv = Partials{mm_out_.get(), 1, 0, mm_stride_, 0};  // biases already added by the GEMV
-  qr.positions = reinterpret_cast<const int32_t*>(inputs_dev_.get() + inputs_.positions);
-  qr.block_tables = ap.block_tables;
-  qr.max_blocks = max_blocks_;
-  qr.block_tokens = kv_layout_.block_tokens;
-  qr.k_cache = ap.k_cache;
-  qr.v_cache = ap.v_cache;
-  qr.q_out = q_.get();
-  qr.n_heads = c.n_heads;
-  qr.n_kv_heads = c.n_kv_heads;
-  qr.head_dim = c.head_dim;
-  qr.rope = rope_of(c);
-  qr.n_rows = n_rows;
-  launch_qkv_rope(qr, stream_->get());
+  launch_qkv_rope(qkv_rope_params(ap, nullptr), stream_->get());  // biases already added by the GEMV
   launch_attention(ap, stream_->get());
 }
 
@@ -192,14 +204,7 @@ void CudaBackend::enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, int32
     enqueue_gemv(qkv, n_rows);
     enqueue_attention_gemv(il, n_rows, grid_chunks, prefill_first_pos);
 
-    GemvCall wo;
-    wo.mats[0] = &L.wo;
-    wo.n_mats = 1;
-    wo.in = half_input(h_.get());
-    wo.out = residual_output();
-    wo.split = split_o_;
-    wo.part_stride = c.n_embd;
-    enqueue_gemv(wo, n_rows);
+    enqueue_residual_gemv(L.wo, h_.get(), split_o_, n_rows);
 
     GemvCall ffn;
     ffn.in = norm_input(L.ffn_norm.get());
@@ -229,15 +234,20 @@ void CudaBackend::enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, int32
       launch_swiglu(sw, stream_->get());
     }
 
-    GemvCall down;
-    down.mats[0] = &L.w_down;
-    down.n_mats = 1;
-    down.in = half_input(h_ff_.get());
-    down.out = residual_output();
-    down.split = split_down_;
-    down.part_stride = c.n_embd;
-    enqueue_gemv(down, n_rows);
+    enqueue_residual_gemv(L.w_down, h_ff_.get(), split_down_, n_rows);
   }
+}
+
+// residual += m x for f16 rows x (the attention output or the SwiGLU output).
+void CudaBackend::enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, GemvSplitShape split, int32_t n_rows) {
+  GemvCall call;
+  call.mats[0] = &m;
+  call.n_mats = 1;
+  call.in = half_input(x);
+  call.out = residual_output();
+  call.split = split;
+  call.part_stride = model_->config.n_embd;
+  enqueue_gemv(call, n_rows);
 }
 
 // GEMM route: dequantize each matrix to f16 and multiply on the tensor cores through
@@ -275,24 +285,7 @@ void CudaBackend::enqueue_layers_gemm(int32_t n_rows, int32_t prefill_first_pos)
     const AttentionParams ap = attention_params(il, n_rows, 0);
     const DeviceMatrix* qkv[3] = {&L.wq, &L.wk, &L.wv};
     enqueue_matmul_gemm(qkv, 3, h_.get(), n_rows, mm_stride_);
-    QkvRopeParams qr;
-    qr.qkv = mm;
-    qr.bq = L.bq.get();
-    qr.bk = L.bk.get();
-    qr.bv = L.bv.get();
-    qr.positions = reinterpret_cast<const int32_t*>(inputs_dev_.get() + inputs_.positions);
-    qr.block_tables = ap.block_tables;
-    qr.max_blocks = max_blocks_;
-    qr.block_tokens = kv_layout_.block_tokens;
-    qr.k_cache = ap.k_cache;
-    qr.v_cache = ap.v_cache;
-    qr.q_out = q_.get();
-    qr.n_heads = c.n_heads;
-    qr.n_kv_heads = c.n_kv_heads;
-    qr.head_dim = c.head_dim;
-    qr.rope = rope_of(c);
-    qr.n_rows = n_rows;
-    launch_qkv_rope(qr, s);
+    launch_qkv_rope(qkv_rope_params(ap, &L), s);
     if (attention_prefill_supported(c.head_dim)) {
       launch_attention_prefill(ap, prefill_first_pos, s);
     } else {

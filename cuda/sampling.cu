@@ -61,13 +61,8 @@ __device__ void apply_penalties(const SampleParams& p, const DeviceSampling& sp,
   }
 }
 
-// Block argmax, ties to the lowest index. Returns (value, index) to every thread.
-__device__ void block_argmax(const float* w, int n, Shared& s, float& best_v, int& best_i) {
-  float v = -FLT_MAX;
-  int id = INT_MAX;
-  for (int i = threadIdx.x; i < n; i += kThreads) {
-    if (w[i] > v || id == INT_MAX) { v = w[i]; id = i; }
-  }
+// Block-wide best (value, lowest index) of every thread's candidate, returned to every thread.
+__device__ void reduce_argmax(float v, int id, Shared& s, float& best_v, int& best_i) {
   for (int o = 16; o > 0; o >>= 1) {
     const float ov = __shfl_xor_sync(0xffffffffu, v, o);
     const int oi = __shfl_xor_sync(0xffffffffu, id, o);
@@ -90,6 +85,16 @@ __device__ void block_argmax(const float* w, int n, Shared& s, float& best_v, in
   best_v = s.red_val[0];
   best_i = s.red_id[0];
   __syncthreads();
+}
+
+// Block argmax, ties to the lowest index. Returns (value, index) to every thread.
+__device__ void block_argmax(const float* w, int n, Shared& s, float& best_v, int& best_i) {
+  float v = -FLT_MAX;
+  int id = INT_MAX;
+  for (int i = threadIdx.x; i < n; i += kThreads) {
+    if (w[i] > v || id == INT_MAX) { v = w[i]; id = i; }
+  }
+  reduce_argmax(v, id, s, best_v, best_i);
 }
 
 __device__ float block_sum(float v, Shared& s) {
@@ -216,24 +221,10 @@ __device__ int32_t argmax_from_blocks(const SampleParams& p, int row, Shared& s)
     const int bi = p.argmax_idx[static_cast<int64_t>(b) * p.argmax_stride + row];
     if (bv > v || (bv == v && bi < id)) { v = bv; id = bi; }
   }
-  for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_xor_sync(0xffffffffu, v, o);
-    const int oi = __shfl_xor_sync(0xffffffffu, id, o);
-    if (ov > v || (ov == v && oi < id)) { v = ov; id = oi; }
-  }
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  if (lane == 0) { s.red_val[warp] = v; s.red_id[warp] = id; }
-  __syncthreads();
-  if (warp == 0) {
-    v = s.red_val[lane];
-    id = s.red_id[lane];
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ov = __shfl_xor_sync(0xffffffffu, v, o);
-      const int oi = __shfl_xor_sync(0xffffffffu, id, o);
-      if (ov > v || (ov == v && oi < id)) { v = ov; id = oi; }
-    }
-  }
-  return id;  // valid in thread 0
+  float best_v;
+  int best_i;
+  reduce_argmax(v, id, s, best_v, best_i);
+  return best_i;
 }
 
 __global__ void __launch_bounds__(kThreads) sample_kernel(const SampleParams p) {
