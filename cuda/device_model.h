@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cuda/device_memory.h"
+#include "cuda/weight_repack.h"
 #include "engine/model/model_config.h"
 #include "engine/model/weights.h"
 
@@ -57,8 +58,5 @@ DeviceMatrix upload_matrix(const TensorView& t);
 // shape required).
 DeviceMatrix upload_gate_up(const TensorView& gate, const TensorView& up);
 
-// Output column (fused row) of FFN feature i in a w_gate_up product; the up value sits 16
-// columns further.
-inline int64_t gate_up_column(int64_t i) { return (i / 16) * 32 + i % 16; }
 
 }  // namespace chorus::cuda

@@ -6,6 +6,7 @@
 #include <climits>
 
 #include "cuda/gemv.h"
+#include "cuda/weight_repack.h"
 
 namespace chorus::cuda {
 
@@ -99,15 +100,15 @@ __device__ inline void epilogue_residual(const GemvParams& p, const BlockRows& b
   }
 }
 
-// Rows [32h, 32h+16) of the block are gate rows of features 16 (row0/32 + h) + i, the next 16
-// the up rows of the same features (DeviceLayer::w_gate_up).
+// The block's 64 rows hold gate and up of the 32 FFN features from row0 / 2 on
+// (gate_up_column, weight_repack.h).
 __device__ inline void epilogue_swiglu(const GemvParams& p, const BlockRows& br, const float* vals) {
   for (int e = threadIdx.x; e < p.n_seqs * 32; e += blockDim.x) {
-    const int n = e >> 5, q = e & 31, h = q >> 4, i = q & 15;
-    const int f = (br.row0 / 32 + h) * 16 + i;
+    const int n = e >> 5, f = br.row0 / 2 + (e & 31);
     if (f >= p.out.n_ff) continue;
-    const float gate = vals[n * kGemvRowsPerBlock + 32 * h + i];
-    const float up = vals[n * kGemvRowsPerBlock + 32 * h + 16 + i];
+    const int gate_row = static_cast<int>(gate_up_column(f)) - br.row0;
+    const float gate = vals[n * kGemvRowsPerBlock + gate_row];
+    const float up = vals[n * kGemvRowsPerBlock + gate_row + 16];
     p.out.out_h[static_cast<int64_t>(n) * p.out.out_h_stride + f] = __float2half_rn(gate / (1.0f + expf(-gate)) * up);
   }
 }

@@ -21,24 +21,6 @@
 
 namespace chorus::cuda {
 
-// Record size of one 256-element tile (weight_repack.h); the host table is checked against
-// this at launch.
-constexpr int record_bytes_of(TensorType t) {
-  switch (t) {
-    case TensorType::F32: return 1024;
-    case TensorType::F16: case TensorType::BF16: return 512;
-    case TensorType::Q8_0: return 272;
-    case TensorType::Q4_0: return 144;
-    case TensorType::Q4_1: return 160;
-    case TensorType::Q5_0: return 176;
-    case TensorType::Q5_1: return 192;
-    case TensorType::Q4_K: return 144;
-    case TensorType::Q5_K: return 176;
-    case TensorType::Q6_K: return 224;
-    default: return 0;
-  }
-}
-
 // Per-type weight pipeline: a stage is one warp's 16 records of one tile.
 template <TensorType kType>
 struct GemvShape {

@@ -1,6 +1,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/launch.cuh"
 #include "cuda/layer_ops.h"
+#include "cuda/weight_repack.h"
 
 namespace chorus::cuda {
 namespace {
@@ -123,7 +124,7 @@ __global__ void swiglu_kernel(const SwigluParams p) {
   pdl_trigger();
   const int row = blockIdx.y, i = blockIdx.x * kEltThreads + threadIdx.x;
   if (i >= p.n_ff) return;
-  const int gcol = p.layout == GateUpLayout::Split ? i : static_cast<int>((i / 16) * 32 + i % 16);
+  const int gcol = p.layout == GateUpLayout::Split ? i : static_cast<int>(gate_up_column(i));
   const int ucol = p.layout == GateUpLayout::Split ? p.n_ff + i : gcol + 16;
   const float g = sum_partials(p.gate_up, row, gcol), u = sum_partials(p.gate_up, row, ucol);
   p.out[static_cast<int64_t>(row) * p.out_stride + i] = __float2half_rn(g / (1.0f + expf(-g)) * u);

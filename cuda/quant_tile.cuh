@@ -237,6 +237,17 @@ __device__ __forceinline__ void k_scale_min(int j, uint32_t s0, uint32_t s1, uin
   }
 }
 
+// Scale d*sc and negated min -dmin*m of K-quant sub-block j as half2 splats, from the record's
+// first 16 bytes (d, dmin, scales[12]); each rounded to f16 once.
+__device__ __forceinline__ void k_scale_min_h2(const uint4& head, int j, __half2& scale, __half2& neg_min) {
+  const float d = h_bits_to_f32(static_cast<uint16_t>(head.x & 0xffff));
+  const float dmin = h_bits_to_f32(static_cast<uint16_t>(head.x >> 16));
+  int sc, m;
+  k_scale_min(j, head.y, head.z, head.w, sc, m);
+  scale = __float2half2_rn(d * static_cast<float>(sc));
+  neg_min = __float2half2_rn(-dmin * static_cast<float>(m));
+}
+
 // Q5_K: thread t owns the 64-element chunk t: sub-block 2t from the low nibbles of
 // qs[32t..32t+32), sub-block 2t+1 from the high nibbles; the fifth bits are bits 2t / 2t+1 of
 // qh[0..32).
@@ -244,16 +255,9 @@ template <>
 struct TileDequant<TensorType::Q5_K> {
   __device__ __forceinline__ static void run(const uint8_t* rec, int t, __half2 (&w)[32]) {
     const uint4 head = ld16(rec);
-    const float d = h_bits_to_f32(static_cast<uint16_t>(head.x & 0xffff));
-    const float dmin = h_bits_to_f32(static_cast<uint16_t>(head.x >> 16));
     __half2 scale2[2], min2[2];
 #pragma unroll
-    for (int s = 0; s < 2; ++s) {
-      int sc, m;
-      k_scale_min(2 * t + s, head.y, head.z, head.w, sc, m);
-      scale2[s] = __float2half2_rn(d * static_cast<float>(sc));
-      min2[s] = __float2half2_rn(-dmin * static_cast<float>(m));
-    }
+    for (int s = 0; s < 2; ++s) k_scale_min_h2(head, 2 * t + s, scale2[s], min2[s]);
     uint32_t qs[8], qh[8];
     {
       const uint4 a = ld16(rec + 48 + 32 * t), b = ld16(rec + 48 + 32 * t + 16);
@@ -291,15 +295,8 @@ struct PartQ4K {
   __device__ __forceinline__ static Row load(const uint8_t* rec, int t) {
     Row r;
     const uint4 head = ld16(rec);
-    const float d = h_bits_to_f32(static_cast<uint16_t>(head.x & 0xffff));
-    const float dmin = h_bits_to_f32(static_cast<uint16_t>(head.x >> 16));
-    int sc, m;
-    k_scale_min(2 * t, head.y, head.z, head.w, sc, m);
-    r.s_lo = __float2half2_rn(d * static_cast<float>(sc));
-    r.m_lo = __float2half2_rn(-dmin * static_cast<float>(m));
-    k_scale_min(2 * t + 1, head.y, head.z, head.w, sc, m);
-    r.s_hi = __float2half2_rn(d * static_cast<float>(sc));
-    r.m_hi = __float2half2_rn(-dmin * static_cast<float>(m));
+    k_scale_min_h2(head, 2 * t, r.s_lo, r.m_lo);
+    k_scale_min_h2(head, 2 * t + 1, r.s_hi, r.m_hi);
     const uint4 a = ld16(rec + 16 + 32 * t), b = ld16(rec + 32 + 32 * t);
     r.q[0] = a.x; r.q[1] = a.y; r.q[2] = a.z; r.q[3] = a.w; r.q[4] = b.x; r.q[5] = b.y; r.q[6] = b.z; r.q[7] = b.w;
     return r;

@@ -121,23 +121,6 @@ void repack_row(TensorType type, const uint8_t* row, int64_t n_cols, int64_t n_t
 
 }  // namespace
 
-std::optional<int> tile_record_bytes(TensorType type) {
-  switch (type) {
-    case TensorType::F32: return 1024;
-    case TensorType::F16: return 512;
-    case TensorType::BF16: return 512;
-    case TensorType::Q8_0: return 272;
-    case TensorType::Q4_0: return 144;
-    case TensorType::Q4_1: return 160;
-    case TensorType::Q5_0: return 176;
-    case TensorType::Q5_1: return 192;
-    case TensorType::Q4_K: return 144;
-    case TensorType::Q5_K: return 176;
-    case TensorType::Q6_K: return 224;
-    default: return std::nullopt;
-  }
-}
-
 void repack_groups(TensorType type, int64_t n_cols, const std::vector<const uint8_t*>& rows, int64_t group_begin,
                    int64_t group_end, uint8_t* dst) {
   const int rec = *tile_record_bytes(type);

@@ -40,8 +40,34 @@ namespace chorus::cuda {
 inline constexpr int kTileElems = 256;
 inline constexpr int kRowGroup = 16;
 
-// Record size in bytes of one 256-element tile; nullopt for types the GPU cannot compute with.
-std::optional<int> tile_record_bytes(TensorType type);
+// Record size in bytes of one 256-element tile; 0 for types the GPU cannot compute with.
+// (Kernels size their pipelines with it at compile time.)
+CHORUS_HOST_DEVICE constexpr int record_bytes_of(TensorType t) {
+  switch (t) {
+    case TensorType::F32: return 1024;
+    case TensorType::F16: case TensorType::BF16: return 512;
+    case TensorType::Q8_0: return 272;
+    case TensorType::Q4_0: return 144;
+    case TensorType::Q4_1: return 160;
+    case TensorType::Q5_0: return 176;
+    case TensorType::Q5_1: return 192;
+    case TensorType::Q4_K: return 144;
+    case TensorType::Q5_K: return 176;
+    case TensorType::Q6_K: return 224;
+    default: return 0;
+  }
+}
+
+// The same, nullopt for types the GPU cannot compute with.
+inline std::optional<int> tile_record_bytes(TensorType type) {
+  const int bytes = record_bytes_of(type);
+  return bytes > 0 ? std::optional<int>(bytes) : std::nullopt;
+}
+
+// Gate and up in one matrix (DeviceLayer::w_gate_up): 16-row groups alternate gate, up, so
+// FFN feature i's gate is output column gate_up_column(i) and its up value the column 16
+// further. Used by the upload, the GEMV's SwiGLU output and the prefill SwiGLU kernel.
+CHORUS_HOST_DEVICE constexpr int64_t gate_up_column(int64_t i) { return (i / 16) * 32 + i % 16; }
 
 struct RepackedShape {
   int64_t n_rows = 0;        // ne1: output features
@@ -64,7 +90,8 @@ void repack_groups(TensorType type, int64_t n_cols, const std::vector<const uint
                    int64_t group_end, uint8_t* dst);
 
 // Q6_K record: where element e (0..255) of a tile keeps its low nibble and its high two bits
-// (bit offsets from the record start). Shared by the repacker and the tests' host decoder.
+// (bit offsets from the record start), as the repacker writes them; PartQ6K (quant_tile.cuh)
+// reads the same positions word by word.
 inline int q6k_nibble_bit(int e) {
   const int t = e / 64, i = (e % 64) / 2, odd = e & 1;
   return 8 * (32 * t + 4 * (i / 4)) + 4 * (i % 4) + 16 * odd;
