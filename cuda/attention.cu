@@ -29,21 +29,17 @@ __global__ void attention_combine_kernel(const AttentionParams p) {
   pdl_trigger();
   const int head = blockIdx.x, row = blockIdx.y;
   const int n_chunks = (p.seq_lens[row] + kAttnChunkTokens - 1) / kAttnChunkTokens;
+  const ChunkMerge st = merge_stats(p, row, head, n_chunks);
   for (int d = threadIdx.x; d < p.head_dim; d += blockDim.x) {
     p.out[static_cast<int64_t>(row) * p.out_stride + head * p.head_dim + d] =
-        __float2half_rn(combine_chunks(p, row, head, d, n_chunks));
+        __float2half_rn(combine_chunks(p, row, head, d, n_chunks, st));
   }
 }
 
 }  // namespace
 
 void launch_attention(const AttentionParams& p, cudaStream_t stream) {
-  if (p.n_heads / p.n_kv_heads > kAttnMaxGroup || p.head_dim > kAttnMaxHeadDim || p.head_dim % 2 != 0) {
-    throw CudaError("attention: unsupported shape (heads per kv head " + std::to_string(p.n_heads / p.n_kv_heads) +
-                    ", head_dim " + std::to_string(p.head_dim) + ")");
-  }
-  const int group = p.n_heads / p.n_kv_heads;
-  const int pairs = p.head_dim <= 64 ? 1 : (p.head_dim <= 128 ? 2 : 4);
+  const AttentionVariant v = attention_variant(p, "attention");
   const dim3 grid(p.grid_chunks, p.n_kv_heads, p.n_rows);
   using Kernel = void (*)(AttentionParams);
   const Kernel kernels[4][3] = {
@@ -51,8 +47,7 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
       {attention_chunk_kernel<2, 1>, attention_chunk_kernel<2, 2>, attention_chunk_kernel<2, 4>},
       {attention_chunk_kernel<4, 1>, attention_chunk_kernel<4, 2>, attention_chunk_kernel<4, 4>},
       {attention_chunk_kernel<8, 1>, attention_chunk_kernel<8, 2>, attention_chunk_kernel<8, 4>}};
-  const int gi = group <= 1 ? 0 : (group <= 2 ? 1 : (group <= 4 ? 2 : 3));
-  launch_pdl(kernels[gi][pairs == 1 ? 0 : (pairs == 2 ? 1 : 2)], grid, dim3(kAttnThreads), 0, stream, p);
+  launch_pdl(kernels[v.group_index][v.pairs_index], grid, dim3(kAttnThreads), 0, stream, p);
   launch_pdl(attention_combine_kernel, dim3(p.n_heads, p.n_rows), dim3(128), 0, stream, p);
 }
 

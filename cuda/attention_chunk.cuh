@@ -4,8 +4,10 @@
 // (max, sum) and the unnormalized P.V, written to the partial arrays. Shared by the per-row
 // kernel (attention.cu) and the fused decode kernel (attention_decode.cu).
 #include <cfloat>
+#include <string>
 
 #include "cuda/attention.h"
+#include "cuda/cuda_check.h"
 
 namespace chorus::cuda {
 
@@ -159,22 +161,47 @@ __device__ __forceinline__ void attend_chunk(const AttentionParams& p, ChunkSmem
   }
 }
 
-// Merged output of one head at dimension d from the row's n_chunks partials, in chunk order:
-// o = sum_c o_c exp(m_c - m) / sum_c l_c exp(m_c - m). Reads through L2 (the partials may
-// come from other blocks of the same launch).
-__device__ __forceinline__ float combine_chunks(const AttentionParams& p, int row, int head, int d, int n_chunks) {
-  const int64_t base = static_cast<int64_t>(row) * p.n_heads + head;
-  const float* ml = p.part_ml + base * p.max_chunks * 2;
+// Merge of one head's n_chunks partials, in chunk order: the overall max m and 1 / l with
+// l = sum_c l_c exp(m_c - m). Reads through L2 (the partials may come from other blocks of the
+// same launch).
+struct ChunkMerge {
+  float m, inv_l;
+};
+__device__ __forceinline__ ChunkMerge merge_stats(const AttentionParams& p, int row, int head, int n_chunks) {
+  const float* ml = p.part_ml + (static_cast<int64_t>(row) * p.n_heads + head) * p.max_chunks * 2;
   float m = -FLT_MAX;
   for (int c = 0; c < n_chunks; ++c) m = fmaxf(m, __ldcg(ml + 2 * c));
   float l = 0.0f;
   for (int c = 0; c < n_chunks; ++c) l += __ldcg(ml + 2 * c + 1) * expf(__ldcg(ml + 2 * c) - m);
-  const float inv_l = 1.0f / l;
+  return ChunkMerge{m, 1.0f / l};
+}
+
+// Merged output of that head at dimension d: sum_c o_c exp(m_c - m) / l.
+__device__ __forceinline__ float combine_chunks(const AttentionParams& p, int row, int head, int d, int n_chunks,
+                                                const ChunkMerge& st) {
+  const int64_t base = static_cast<int64_t>(row) * p.n_heads + head;
+  const float* ml = p.part_ml + base * p.max_chunks * 2;
   float o = 0.0f;
   for (int c = 0; c < n_chunks; ++c) {
-    o += __ldcg(p.part_o + (base * p.max_chunks + c) * p.head_dim + d) * expf(__ldcg(ml + 2 * c) - m);
+    o += __ldcg(p.part_o + (base * p.max_chunks + c) * p.head_dim + d) * expf(__ldcg(ml + 2 * c) - st.m);
   }
-  return o * inv_l;
+  return o * st.inv_l;
+}
+
+// The chunk-kernel instantiation for p's shape: [group index][head-dim pairs index] of the
+// <kG, kP> tables in attention.cu and attention_decode.cu (kG 1, 2, 4, 8; kP 1, 2, 4). Throws
+// for shapes no instantiation serves.
+struct AttentionVariant {
+  int group_index, pairs_index;
+};
+inline AttentionVariant attention_variant(const AttentionParams& p, const char* what) {
+  const int group = p.n_heads / p.n_kv_heads;
+  if (group > kAttnMaxGroup || p.head_dim > kAttnMaxHeadDim || p.head_dim % 2 != 0) {
+    throw CudaError(std::string(what) + ": unsupported shape (heads per kv head " + std::to_string(group) +
+                    ", head_dim " + std::to_string(p.head_dim) + ")");
+  }
+  return AttentionVariant{group <= 1 ? 0 : (group <= 2 ? 1 : (group <= 4 ? 2 : 3)),
+                          p.head_dim <= 64 ? 0 : (p.head_dim <= 128 ? 1 : 2)};
 }
 
 }  // namespace chorus::cuda

@@ -48,7 +48,7 @@ __device__ void merge_chunks(const AttentionParams& p, ChunkSmem<kG, kP>& s, int
     for (int slot = threadIdx.x; slot < group * hd; slot += kAttnThreads) {
       const int head = kvh * group + slot / hd, dim = slot % hd;
       p.out[static_cast<int64_t>(row) * p.out_stride + head * hd + dim] =
-          __float2half_rn(combine_chunks(p, row, head, dim, n_chunks));
+          __float2half_rn(combine_chunks(p, row, head, dim, n_chunks, merge_stats(p, row, head, n_chunks)));
     }
     return;
   }
@@ -125,22 +125,18 @@ __global__ void __launch_bounds__(kAttnThreads) attention_decode_kernel(const De
 
 void launch_attention_decode(const DecodeAttentionParams& d, cudaStream_t stream) {
   const AttentionParams& p = d.attn;
-  if (p.n_heads / p.n_kv_heads > kAttnMaxGroup || p.head_dim > kAttnMaxHeadDim || p.head_dim % 2 != 0 ||
-      p.n_rows > kAttnMaxRowsPerLaunch) {
-    throw CudaError("decode attention: unsupported shape (heads per kv head " +
-                    std::to_string(p.n_heads / p.n_kv_heads) + ", head_dim " + std::to_string(p.head_dim) +
-                    ", rows " + std::to_string(p.n_rows) + ")");
+  const AttentionVariant v = attention_variant(p, "decode attention");
+  if (p.n_rows > kAttnMaxRowsPerLaunch) {
+    throw CudaError("decode attention: " + std::to_string(p.n_rows) + " rows, at most " +
+                    std::to_string(kAttnMaxRowsPerLaunch) + " per launch");
   }
-  const int group = p.n_heads / p.n_kv_heads;
-  const int pairs = p.head_dim <= 64 ? 1 : (p.head_dim <= 128 ? 2 : 4);
   using Kernel = void (*)(DecodeAttentionParams);
   const Kernel kernels[4][3] = {
       {attention_decode_kernel<1, 1>, attention_decode_kernel<1, 2>, attention_decode_kernel<1, 4>},
       {attention_decode_kernel<2, 1>, attention_decode_kernel<2, 2>, attention_decode_kernel<2, 4>},
       {attention_decode_kernel<4, 1>, attention_decode_kernel<4, 2>, attention_decode_kernel<4, 4>},
       {attention_decode_kernel<8, 1>, attention_decode_kernel<8, 2>, attention_decode_kernel<8, 4>}};
-  const int gi = group <= 1 ? 0 : (group <= 2 ? 1 : (group <= 4 ? 2 : 3));
-  launch_pdl(kernels[gi][pairs == 1 ? 0 : (pairs == 2 ? 1 : 2)], dim3(p.grid_chunks, p.n_kv_heads, p.n_rows),
+  launch_pdl(kernels[v.group_index][v.pairs_index], dim3(p.grid_chunks, p.n_kv_heads, p.n_rows),
              dim3(kAttnThreads), 0, stream, d);
 }
 
