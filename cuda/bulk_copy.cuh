@@ -1,7 +1,7 @@
 #pragma once
-// Hopper bulk copies (global -> shared through the copy engine) completing on an mbarrier,
-// for one warp's private pipeline: lane 0 arms the barrier with the byte count and issues the
-// copy; the warp waits on the barrier's phase parity. The buffer a copy refills was last read
+// Asynchronous global -> shared copies. Hopper bulk copies (through the copy engine)
+// completing on an mbarrier, for one warp's private pipeline: lane 0 arms the barrier with the
+// byte count and issues the copy; the warp waits on the barrier's phase parity. The buffer a copy refills was last read
 // by the same warp with ordinary loads whose values were consumed before the __syncwarp() that
 // precedes the refill, so no proxy fence is needed for that reuse.
 #include <cstdint>
@@ -50,5 +50,15 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
         : "memory");
   } while (!done);
 }
+
+// Ampere-style 16-byte asynchronous copies (through L2 only) for data every thread of a block
+// stages together. The last src_bytes..16 bytes of the destination are zero-filled.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until this thread's copies of every committed group have landed.
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 
 }  // namespace chorus::cuda

@@ -71,7 +71,9 @@ class CudaBackend final : public Backend {
   };
   void enqueue_gemv(const GemvCall& call, int32_t n_rows);
   void enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, GemvSplitShape split, int32_t n_rows);
-  GemvInput norm_input(const float* norm_w, int32_t row_begin = 0) const;
+  // The normalized residual rows [row_begin, +n_rows) as a GEMV input: fused into the GEMV's
+  // staging for few rows, else normalized once into h_ by a pass (same f16 values either way).
+  GemvInput norm_input(const float* norm_w, int32_t n_rows, int32_t row_begin = 0);
   GemvInput half_input(const __half* x) const;
   GemvOutput residual_output() const;
 

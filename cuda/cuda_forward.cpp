@@ -36,8 +36,28 @@ GemvOutput sum_output(float* out, int32_t stride) {
 
 }  // namespace
 
-GemvInput CudaBackend::norm_input(const float* norm_w, int32_t row_begin) const {
+// From this many rows on, one pass normalizes the rows and the GEMVs stage f16 by cp.async:
+// the fused route normalizes in every GEMV block through registers, one memory latency per
+// 4 vectors per thread, which outgrows the pass's launch beyond a couple of rows.
+constexpr int32_t kNormPassMinRows = 3;
+
+GemvInput CudaBackend::norm_input(const float* norm_w, int32_t n_rows, int32_t row_begin) {
   const ModelConfig& c = model_->config;
+  if (n_rows >= kNormPassMinRows) {
+    NormRowsParams np;
+    np.x = x_.get() + static_cast<int64_t>(row_begin) * c.n_embd;
+    np.x_stride = c.n_embd;
+    np.ss = ss_.get() + static_cast<int64_t>(row_begin) * ss_stride_;
+    np.ss_stride = ss_stride_;
+    np.norm_w = norm_w;
+    np.eps = c.rms_eps;
+    np.out = h_.get();
+    np.out_stride = h_stride_;
+    np.n_cols = c.n_embd;
+    np.n_rows = n_rows;
+    launch_norm_rows(np, stream_->get());
+    return half_input(h_.get());
+  }
   GemvInput in;
   in.kind = GemvIn::NormF32;
   in.resid = x_.get() + static_cast<int64_t>(row_begin) * c.n_embd;
@@ -197,7 +217,7 @@ void CudaBackend::enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, int32
     qkv.mats[0] = &L.wq; qkv.mats[1] = &L.wk; qkv.mats[2] = &L.wv;
     qkv.bias[0] = L.bq.get(); qkv.bias[1] = L.bk.get(); qkv.bias[2] = L.bv.get();
     qkv.n_mats = 3;
-    qkv.in = norm_input(L.attn_norm.get());
+    qkv.in = norm_input(L.attn_norm.get(), n_rows);
     qkv.out = sum_output(mm_out_.get(), mm_stride_);
     qkv.split = split_qkv_;
     qkv.part_stride = n_qkv;
@@ -207,7 +227,7 @@ void CudaBackend::enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, int32
     enqueue_residual_gemv(L.wo, h_.get(), split_o_, n_rows);
 
     GemvCall ffn;
-    ffn.in = norm_input(L.ffn_norm.get());
+    ffn.in = norm_input(L.ffn_norm.get(), n_rows);
     ffn.split = split_ffn_up_;
     if (L.ffn_fused()) {
       ffn.mats[0] = &L.w_gate_up;
@@ -337,7 +357,7 @@ void CudaBackend::enqueue_lm_head(int32_t row_begin, int32_t n_rows) {
   GemvCall lm;
   lm.mats[0] = &m;
   lm.n_mats = 1;
-  lm.in = norm_input(weights_.output_norm.get(), row_begin);
+  lm.in = norm_input(weights_.output_norm.get(), n_rows, row_begin);
   lm.out.kind = GemvOut::Logits;
   lm.out.out = logits_.get();
   lm.out.out_stride = static_cast<int32_t>(m.n_rows);

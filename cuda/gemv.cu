@@ -85,7 +85,8 @@ void launch_gemv(TensorType type, GemvParams p, cudaStream_t stream) {
   check_params(p);
   // Activation tiles staged at once: as many as the budget holds for this M (any chunking gives
   // the same arithmetic: the accumulators run on across chunks).
-  p.x_chunk_tiles = std::clamp(kGemvXBudgetBytes / (p.n_seqs * kGemvXTileBytes), 1, p.split.tiles_per_split);
+  const int buf_bytes = kGemvXBudgetBytes / (gemv_x_async(p.in) ? 2 : 1);
+  p.x_chunk_tiles = std::clamp(buf_bytes / (p.n_seqs * kGemvXTileBytes), 1, p.split.tiles_per_split);
 #define CALL(T) detail::launch_gemv_typed<T>(p, stream)
   CHORUS_TYPE_SWITCH(type, CALL)
 #undef CALL

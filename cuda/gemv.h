@@ -32,7 +32,8 @@ inline constexpr int kGemvWarps = 4;
 inline constexpr int kGemvRowsPerBlock = 64;  // 4 warps x 16 rows
 inline constexpr int kNormGroup = 64;         // columns per sum-of-squares partial
 // Activations staged in shared memory per launch: one tile of one row takes 640 bytes (4 parts
-// of 64 halves, each padded to 80); a launch stages as many tiles as fit this budget.
+// of 64 halves, each padded to 80); a launch stages as many tiles as fit this budget (half of
+// it per buffer when double-buffered, gemv_x_async).
 inline constexpr int kGemvXTileBytes = 640;
 inline constexpr int kGemvXBudgetBytes = 64 * 1024;
 
@@ -104,6 +105,10 @@ struct GemvParams {
   int32_t n_seqs = 0;        // M, 1..32
   int32_t x_chunk_tiles = 0;  // set by launch_gemv: K tiles of x staged in shared memory at once
 };
+
+// Whether the kernel stages this input by cp.async into two chunk buffers (f16 rows whose
+// 8-element vectors are 16-byte aligned); otherwise through registers into one buffer.
+__host__ __device__ inline bool gemv_x_async(const GemvInput& in) { return in.kind == GemvIn::Half && in.x_stride % 8 == 0; }
 
 // Split count for a matrix group: depends on the shape and the device only, never on M.
 // Also returns tiles_per_split such that every split has at least one tile.

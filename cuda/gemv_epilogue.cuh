@@ -6,6 +6,7 @@
 #include <climits>
 
 #include "cuda/gemv.h"
+#include "cuda/warp_reduce.cuh"
 #include "cuda/weight_repack.h"
 
 namespace chorus::cuda {
@@ -53,12 +54,6 @@ __device__ __forceinline__ void for_each_acc(const BlockRows& br, int n_seqs, in
       if (n < n_seqs && br.row0 + r < br.n_rows) f(n, r, acc[nt][j]);
     }
   }
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
 }
 
 // x += v for the block's 64 columns, then the sum of squares of the new values of these

@@ -7,7 +7,9 @@
 // tile (one contiguous run in the repacked layout) into a stage and the warp waits on that
 // stage's mbarrier, so warps never wait for each other inside the loop. The first stages are
 // requested before pdl_wait(): weights are constant, so they stream in while the previous
-// kernel drains. Activations are staged once per chunk of tiles for the whole block.
+// kernel drains. Activations are staged once per chunk of tiles for the whole block: f16 rows
+// by cp.async into two buffers, the next chunk landing while the warps multiply the current
+// one; normalized f32 rows (used for few rows only, see gemv.h) through registers.
 #include <cuda_fp16.h>
 
 #include "cuda/bulk_copy.cuh"
@@ -16,6 +18,7 @@
 #include "cuda/gemv.h"
 #include "cuda/gemv_epilogue.cuh"
 #include "cuda/launch.cuh"
+#include "cuda/norm_rows.cuh"
 #include "cuda/quant_tile.cuh"
 #include "cuda/weight_repack.h"
 
@@ -60,19 +63,17 @@ __device__ __forceinline__ uint4 load_x8(const GemvInput& in, float rstd, int n,
     for (int j = 0; j < 8; ++j) h[j] = k + j < k_elems ? src[j] : __float2half_rn(0.0f);
   } else {
     const float* src = in.resid + static_cast<int64_t>(n) * in.resid_stride + k;
-    float f[8];
     if (k + 8 <= k_elems && in.resid_stride % 4 == 0) {
       const float4 a = *reinterpret_cast<const float4*>(src), b = *reinterpret_cast<const float4*>(src + 4);
       const float4 wa = *reinterpret_cast<const float4*>(in.norm_w + k);
       const float4 wb = *reinterpret_cast<const float4*>(in.norm_w + k + 4);
-      f[0] = a.x * rstd * wa.x; f[1] = a.y * rstd * wa.y; f[2] = a.z * rstd * wa.z; f[3] = a.w * rstd * wa.w;
-      f[4] = b.x * rstd * wb.x; f[5] = b.y * rstd * wb.y; f[6] = b.z * rstd * wb.z; f[7] = b.w * rstd * wb.w;
+      const float xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w}, wv[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
+#pragma unroll
+      for (int j = 0; j < 8; ++j) h[j] = norm_to_half(xv[j], rstd, wv[j]);
     } else {
 #pragma unroll
-      for (int j = 0; j < 8; ++j) f[j] = k + j < k_elems ? src[j] * rstd * in.norm_w[k + j] : 0.0f;
+      for (int j = 0; j < 8; ++j) h[j] = k + j < k_elems ? norm_to_half(src[j], rstd, in.norm_w[k + j]) : __float2half_rn(0.0f);
     }
-#pragma unroll
-    for (int j = 0; j < 8; ++j) h[j] = __float2half_rn(f[j]);
   }
   uint4 u;
   memcpy(&u, h, 16);
@@ -107,17 +108,29 @@ __device__ inline void stage_x(const GemvParams& p, const float* rstd, __half* x
   }
 }
 
-// 1 / rms of each row from the producer's per-64-column sums of squares: a warp per row,
-// lanes over groups, then a fixed butterfly (one memory latency instead of one per group).
+// The same layout from f16 rows by cp.async: nothing passes through registers, so the copies
+// of the next chunk overlap the current chunk's products. Columns past K are zero-filled.
+// Needs x_stride % 8 == 0 (16-byte aligned sources, gemv_x_async).
+__device__ inline void stage_x_async(const GemvParams& p, __half* xs, int tile0, int n_tiles) {
+  const int rs = x_row_halves(p.x_chunk_tiles), per_row = n_tiles * 32;
+  const int total = p.n_seqs * per_row;
+  for (int v = threadIdx.x; v < total; v += blockDim.x) {
+    const int n = v / per_row, r = v - n * per_row;
+    const int tile = r >> 5, e = (r & 31) * 8;
+    const int k = (tile0 + tile) * kTileElems + e;
+    const int valid = min(max(p.mats.k_elems - k, 0), 8);
+    const __half* src = p.in.x + static_cast<int64_t>(n) * p.in.x_stride + (valid > 0 ? k : 0);
+    cp_async16(xs + n * rs + tile * kXTileHalves + (e >> 6) * kXPartHalves + (e & 63), src, valid * 2);
+  }
+  cp_async_commit();
+}
+
+// 1 / rms of each row from the producer's per-64-column sums of squares (a warp per row).
 __device__ inline void load_rstd(const GemvParams& p, float* rstd) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int n_groups = (p.mats.k_elems + kNormGroup - 1) / kNormGroup;
   for (int n = warp; n < p.n_seqs; n += kGemvWarps) {
-    const float* ss = p.in.ss + static_cast<int64_t>(n) * p.in.ss_stride;
-    float s = 0.0f;
-    for (int g = lane; g < n_groups; g += 32) s += ss[g];
-    s = warp_sum(s);
-    if (lane == 0) rstd[n] = rsqrtf(s / static_cast<float>(p.mats.k_elems) + p.in.eps);
+    const float r = row_rstd_from_ss(p.in.ss + static_cast<int64_t>(n) * p.in.ss_stride, p.mats.k_elems, p.in.eps, lane);
+    if (lane == 0) rstd[n] = r;
   }
   __syncthreads();
 }
@@ -192,17 +205,31 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvParams 
   float acc[kNT][4];
 #pragma unroll
   for (int i = 0; i < kNT; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
-  const int rs = x_row_halves(p.x_chunk_tiles);
-  for (int c0 = 0; c0 < n_my; c0 += p.x_chunk_tiles) {
-    const int n_chunk = min(p.x_chunk_tiles, n_my - c0);
-    if (c0 > 0) __syncthreads();  // every warp is done with the previous chunk
-    stage_x(p, rstd_s, xs, tile_begin + c0, n_chunk);
-    __syncthreads();
+  const int rs = x_row_halves(p.x_chunk_tiles), chunk = p.x_chunk_tiles;
+  const bool async_x = gemv_x_async(p.in);
+  const int buf_halves = p.n_seqs * rs;  // one chunk buffer (two when async_x)
+  if (async_x && n_my > 0) stage_x_async(p, xs, tile_begin, min(chunk, n_my));
+  for (int c0 = 0, ci = 0; c0 < n_my; c0 += chunk, ++ci) {
+    const int n_chunk = min(chunk, n_my - c0);
+    __half* xc = xs + (async_x ? (ci & 1) * buf_halves : 0);
+    if (async_x) {
+      cp_async_wait_all();
+      // Chunk ci has landed for every thread, and every warp is done with chunk ci - 1, whose
+      // buffer the next chunk refills.
+      __syncthreads();
+      if (c0 + chunk < n_my) {
+        stage_x_async(p, xs + ((ci + 1) & 1) * buf_halves, tile_begin + c0 + chunk, min(chunk, n_my - c0 - chunk));
+      }
+    } else {
+      if (c0 > 0) __syncthreads();  // every warp is done with the previous chunk
+      stage_x(p, rstd_s, xc, tile_begin + c0, n_chunk);
+      __syncthreads();
+    }
     if (!warp_active) continue;
     for (int i = c0; i < c0 + n_chunk; ++i) {
       const int slot = i % S::kStages;
       mbar_wait(bars + slot, static_cast<uint32_t>(i / S::kStages) & 1u);
-      warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, xs + (i - c0) * kXTileHalves, rs, p.n_seqs, lane, acc);
+      warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, xc + (i - c0) * kXTileHalves, rs, p.n_seqs, lane, acc);
       __syncwarp();  // the whole warp has read the stage before it is refilled
       if (lane == 0 && i + S::kStages < n_my) issue_tile<kType>(bars, stages, w_src, i + S::kStages);
     }
@@ -214,7 +241,8 @@ namespace detail {
 
 // Bytes of the x chunk / epilogue area for this launch.
 inline size_t gemv_x_region_bytes(const GemvParams& p) {
-  const size_t x = static_cast<size_t>(p.n_seqs) * x_row_halves(p.x_chunk_tiles) * 2;
+  const size_t n_bufs = gemv_x_async(p.in) ? 2 : 1;
+  const size_t x = n_bufs * p.n_seqs * x_row_halves(p.x_chunk_tiles) * 2;
   const size_t vals = static_cast<size_t>(p.n_seqs) * kGemvRowsPerBlock * 4;
   return (std::max(x, vals) + 15) / 16 * 16;
 }

@@ -1,6 +1,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/launch.cuh"
 #include "cuda/layer_ops.h"
+#include "cuda/norm_rows.cuh"
 #include "cuda/weight_repack.h"
 
 namespace chorus::cuda {
@@ -70,6 +71,25 @@ __global__ void __launch_bounds__(kRowThreads) residual_norm_kernel(const Residu
   }
 }
 
+// A row per block; the first warp takes 1 / rms, then the block writes the row.
+constexpr int kNormThreads = 256;
+__global__ void __launch_bounds__(kNormThreads) norm_rows_kernel(const NormRowsParams p) {
+  __shared__ float rstd_s;
+  pdl_wait();
+  pdl_trigger();
+  const int row = blockIdx.x;
+  if (threadIdx.x < 32) {
+    const float r = row_rstd_from_ss(p.ss + static_cast<int64_t>(row) * p.ss_stride, p.n_cols, p.eps, threadIdx.x);
+    if (threadIdx.x == 0) rstd_s = r;
+  }
+  __syncthreads();
+  const float rstd = rstd_s;
+  const float* x = p.x + static_cast<int64_t>(row) * p.x_stride;
+  __half* out = p.out + static_cast<int64_t>(row) * p.out_stride;
+#pragma unroll 4
+  for (int i = threadIdx.x; i < p.n_cols; i += kNormThreads) out[i] = norm_to_half(x[i], rstd, p.norm_w[i]);
+}
+
 __device__ __forceinline__ int64_t cache_offset(const QkvRopeParams& p, int row, int kv_head) {
   const int pos = p.positions[row];
   const int block = p.block_tables[static_cast<int64_t>(row) * p.max_blocks + pos / p.block_tokens];
@@ -134,6 +154,11 @@ __global__ void swiglu_kernel(const SwigluParams p) {
 
 void launch_residual_norm(const ResidualNormParams& p, cudaStream_t stream) {
   launch_pdl(residual_norm_kernel, dim3(p.n_rows), dim3(kRowThreads), 0, stream, p);
+}
+
+void launch_norm_rows(const NormRowsParams& p, cudaStream_t stream) {
+  if (p.n_rows < 1) return;
+  launch_pdl(norm_rows_kernel, dim3(p.n_rows), dim3(kNormThreads), 0, stream, p);
 }
 
 void launch_qkv_rope(const QkvRopeParams& p, cudaStream_t stream) {

@@ -36,6 +36,24 @@ struct ResidualNormParams {
 };
 void launch_residual_norm(const ResidualNormParams& p, cudaStream_t stream);
 
+// out[r] = f16(rmsnorm(x[r]) * norm_w) with 1 / rms taken from the per-64-column sums of
+// squares the residual's producer left (gemv.h): bit for bit what the GEMV's fused normalized
+// input computes, once per row instead of once per GEMV block. The decode step uses it when
+// several rows share a step, so the GEMVs stage plain f16 rows asynchronously.
+struct NormRowsParams {
+  const float* x = nullptr;  // [n_rows][x_stride] residual rows, n_cols used
+  int32_t x_stride = 0;
+  const float* ss = nullptr;  // [n_rows][ss_stride]
+  int32_t ss_stride = 0;
+  const float* norm_w = nullptr;  // [n_cols]
+  float eps = 1e-5f;
+  __half* out = nullptr;  // [n_rows][out_stride]
+  int32_t out_stride = 0;
+  int32_t n_cols = 0;
+  int32_t n_rows = 0;
+};
+void launch_norm_rows(const NormRowsParams& p, cudaStream_t stream);
+
 // q/k/v from the QKV partials (+ biases), RoPE on q and k at each row's position, q to
 // q_out (f32), k and v into the paged F16 cache at that position.
 struct QkvRopeParams {

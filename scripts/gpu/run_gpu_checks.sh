@@ -86,7 +86,8 @@ fi
 # and of one 512-token prefill on the 8B model; summed per kernel name.
 if has profile; then
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
-  for what in ${PROFILE_RUNS:-"decode 1" "decode 32" "prefill 1"}; do
+  IFS=';' read -ra runs <<< "${PROFILE_RUNS:-decode 1;decode 32;prefill 1}"
+  for what in "${runs[@]}"; do
     set -- $what
     timeout 200 "$NCU" --clock-control none --profile-from-start off --metrics gpu__time_duration.sum --csv \
       "$BIN/chorus-cuda-bench" --profile $1 /tmp/l8b.gguf $2 > /tmp/ncu.csv 2> /tmp/ncu.err
@@ -107,12 +108,22 @@ for n, us in sorted(tot.items(), key=lambda x: -x[1])[:12]:
     print(f"{us:9.1f} us {cnt[n]:5d}x {us / cnt[n]:7.1f} us/launch  {n}")
 PY
   done
-  # Throughput, occupancy and stall reasons of the first big Q4_K GEMV of a decode step.
-  timeout 120 "$NCU" --clock-control none --profile-from-start off --kernel-name "regex:gemv_kernel" --launch-skip 4 \
-    --launch-count 1 --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats \
-    "$BIN/chorus-cuda-bench" --profile decode /tmp/l8b.gguf 1 > /tmp/ncu_detail.txt 2>&1
-  grep -E "gemv_kernel|Duration|Memory Throughput|DRAM Throughput|Compute \(SM\)|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Stall|Warp Cycles Per Issued|Grid Size|Dynamic Shared" \
-    /tmp/ncu_detail.txt | head -30 | tee -a "$OUT/profile.txt"
+  # Throughput, occupancy and stall reasons of chosen launches of one decode step:
+  # DETAIL="M KERNEL_REGEX SKIP COUNT;..." (default: a few GEMVs of layer 0 at M = 1 and 32).
+  IFS=';' read -ra details <<< "${DETAIL:-1 gemv_kernel 0 5;32 gemv_kernel 0 5}"
+  stalls=$(for r in long_scoreboard short_scoreboard barrier mio_throttle math_pipe_throttle lg_throttle wait \
+      not_selected selected no_instruction membar sleeping dispatch_stall tex_throttle; do
+    printf 'smsp__average_warps_issue_stalled_%s_per_issue_active.ratio,' "$r"; done)
+  for d in "${details[@]}"; do
+    set -- $d
+    timeout 150 "$NCU" --clock-control none --profile-from-start off --kernel-name "regex:$2" --launch-skip "$3" \
+      --launch-count "$4" --section SpeedOfLight --section Occupancy --section LaunchStats \
+      --metrics "${stalls}sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_bytes.sum,dram__bytes_read.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,smsp__inst_executed.sum" \
+      "$BIN/chorus-cuda-bench" --profile decode /tmp/l8b.gguf "$1" > /tmp/ncu_detail.txt 2>&1
+    echo "-- ncu detail 8B decode M=$1 $2 skip $3 count $4" | tee -a "$OUT/profile.txt"
+    grep -E "gemv_kernel|attention|  Duration|Memory Throughput|DRAM Throughput|Compute \(SM\)|Achieved Occupancy|Theoretical Occupancy|Registers Per|Grid Size|Dynamic Shared|stalled|hmma|lts__t_bytes|dram__bytes|wavefronts|inst_executed" \
+      /tmp/ncu_detail.txt | sed -E 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//; s/ +/ /g' | tee -a "$OUT/profile.txt"
+  done
 fi
 
 if has enginebench; then

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "cuda/layer_ops.h"
 #include "tests/cuda/gemv_test_util.h"
 
 namespace chorus::cuda {
@@ -96,6 +97,64 @@ TEST_P(GemvFusedTest, NormalizedInputSumAndBias) {
   EXPECT_EQ(0, std::memcmp(run(32).data(), full.data(), full.size() * 4)) << "second launch (counters reset)";
   for (int m : {1, 5, 13}) {
     ASSERT_EQ(0, std::memcmp(run(m).data(), full.data(), static_cast<size_t>(m * n) * 4)) << "M=" << m;
+  }
+}
+
+// The decode step normalizes several rows once (launch_norm_rows) and hands the GEMV f16 rows,
+// which it stages by cp.async; one row goes through the fused normalized input. A sequence's
+// output must not depend on which route its step took, so the two must agree bit for bit,
+// also with K not a multiple of the 256-column tile (the async staging zero-fills the tail).
+TEST_P(GemvFusedTest, NormPassGivesTheFusedNormsBits) {
+  CHORUS_REQUIRE_GPU();
+  const TensorType type = GetParam();
+  for (const int64_t k : {int64_t{1536}, int64_t{992}}) {
+    if (is_k_type(type) && k % 256 != 0) continue;  // K-quant rows are whole 256-column blocks
+    std::mt19937 rng(57 + static_cast<int>(type) + static_cast<int>(k));
+    const int64_t n = 136;
+    const Problem pr = make_problem(type, k, n, rng);
+    const NormInput ni(k, rng);
+    const Rig rig(pr, 2);
+    const int64_t h_stride = (k + 7) / 8 * 8;
+    DeviceBuffer<uint16_t> h(static_cast<size_t>(32 * h_stride));
+    DeviceBuffer<float> out(static_cast<size_t>(32 * n));
+    auto run = [&](int m, bool pass) {
+      CHORUS_CUDA_CHECK(cudaMemset(out.get(), 0xff, out.size_bytes()));
+      GemvParams p = rig.params(m);
+      p.in = ni.input();
+      if (pass) {
+        NormRowsParams np;
+        np.x = ni.d_resid.get();
+        np.x_stride = static_cast<int32_t>(k);
+        np.ss = ni.d_ss.get();
+        np.ss_stride = static_cast<int32_t>(ni.n_groups);
+        np.norm_w = ni.d_w.get();
+        np.eps = p.in.eps;
+        np.out = reinterpret_cast<__half*>(h.get());
+        np.out_stride = static_cast<int32_t>(h_stride);
+        np.n_cols = static_cast<int32_t>(k);
+        np.n_rows = m;
+        launch_norm_rows(np, nullptr);
+        p.in = GemvInput{};
+        p.in.kind = GemvIn::Half;
+        p.in.x = reinterpret_cast<const __half*>(h.get());
+        p.in.x_stride = static_cast<int32_t>(h_stride);
+        EXPECT_TRUE(gemv_x_async(p.in));
+      }
+      p.out.kind = GemvOut::Sum;
+      p.out.out = out.get();
+      p.out.out_stride = static_cast<int32_t>(n);
+      launch_gemv(type, p, nullptr);
+      auto y = to_host(out);
+      y.resize(static_cast<size_t>(m * n));
+      return y;
+    };
+    const auto fused = run(32, false);
+    const auto ref = reference(pr, ni.normalized(), k, 32);
+    EXPECT_LT(test::rel_l2(fused.data(), ref.data(), fused.size()), 2e-3) << "K=" << k;
+    for (int m : {1, 3, 8, 32}) {
+      const auto via_pass = run(m, true);
+      ASSERT_EQ(0, std::memcmp(via_pass.data(), fused.data(), via_pass.size() * 4)) << "K=" << k << " M=" << m;
+    }
   }
 }
 
