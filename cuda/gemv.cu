@@ -38,8 +38,13 @@ void check_params(const GemvParams& p) {
   }
   const bool fused = p.out.kind != GemvOut::Partials && p.out.kind != GemvOut::Sum;
   if (fused && (p.mats.n_mats != 1 || p.mats.col_begin[0] != 0)) fail("fused outputs take one matrix at column 0");
-  if ((p.out.kind == GemvOut::Partials || p.split.n_splits > 1) && p.split.partials == nullptr) fail("no partials buffer");
-  if (p.out.kind != GemvOut::Partials && p.split.n_splits > 1 && p.split.counters == nullptr) fail("no counters");
+  const bool counters = p.out.kind != GemvOut::Partials && p.split.n_splits > 1 && p.split.reduce == GemvReduce::Counters;
+  if ((p.out.kind == GemvOut::Partials || counters) && p.split.partials == nullptr) fail("no partials buffer");
+  if (counters && p.split.counters == nullptr) fail("no counters");
+  if (p.split.reduce == GemvReduce::Cluster &&
+      (p.out.kind == GemvOut::Partials || p.split.n_splits < 2 || p.split.n_splits > kGemvMaxClusterSplits)) {
+    fail("cluster reduction of " + std::to_string(p.split.n_splits) + " splits");
+  }
   if (p.out.kind == GemvOut::Logits && p.split.n_splits != 1) fail("logits take one split");
   if (p.out.kind == GemvOut::Residual && p.out.ss == nullptr) fail("residual output without sums of squares");
   if (p.in.kind == GemvIn::NormF32 && (p.in.resid == nullptr || p.in.ss == nullptr || p.in.norm_w == nullptr)) {
@@ -82,6 +87,10 @@ void prepare_gemv_kernels() {
 
 void launch_gemv(TensorType type, GemvParams p, cudaStream_t stream) {
   prepare_gemv_kernels();  // no-op after the first call; the backend makes that call at load
+  if (p.split.reduce == GemvReduce::Auto) {
+    const bool cluster = p.out.kind != GemvOut::Partials && p.split.n_splits > 1 && p.split.n_splits <= kGemvMaxClusterSplits;
+    p.split.reduce = cluster ? GemvReduce::Cluster : GemvReduce::Counters;
+  }
   check_params(p);
   // Activation tiles staged at once: as many as the budget holds for this M (any chunking gives
   // the same arithmetic: the accumulators run on across chunks).

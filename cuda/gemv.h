@@ -35,7 +35,7 @@ inline constexpr int kNormGroup = 64;         // columns per sum-of-squares part
 // of 64 halves, each padded to 80); a launch stages as many tiles as fit this budget (half of
 // it per buffer when double-buffered, gemv_x_async).
 inline constexpr int kGemvXTileBytes = 640;
-inline constexpr int kGemvXBudgetBytes = 64 * 1024;
+inline constexpr int kGemvXBudgetBytes = 44 * 1024;  // M = 32: two 1-tile buffers, 3 blocks per SM
 
 enum class GemvIn : int32_t {
   Half,     // x: f16 rows
@@ -75,13 +75,23 @@ struct GemvInput {
   float eps = 1e-5f;
 };
 
+// How the split partials of one 64-row block come together (outputs other than Partials).
+enum class GemvReduce : int32_t {
+  Auto,      // Cluster when 2..kGemvMaxClusterSplits splits, else Counters (launch_gemv decides)
+  Cluster,   // the splits' blocks form a thread-block cluster; the first adds the others'
+             // accumulators from their shared memory (no global round trips, no counters)
+  Counters,  // partials through global memory; the last block to arrive (atomic counter) adds them
+};
+inline constexpr int kGemvMaxClusterSplits = 8;  // the portable cluster size
+
 struct GemvSplit {
   int32_t n_splits = 1;
   int32_t tiles_per_split = 0;
-  float* partials = nullptr;  // [n_splits][n_seqs][part_stride] (any output kind with n_splits > 1)
+  GemvReduce reduce = GemvReduce::Auto;  // both routes add the splits in split order: same bits
+  float* partials = nullptr;  // [n_splits][n_seqs][part_stride] (Partials, or Counters with n_splits > 1)
   int64_t split_stride = 0;   // elements between two splits' partials
   int32_t part_stride = 0;    // elements between two rows' partials
-  int32_t* counters = nullptr;  // one per block column (gridDim.x), zero between launches
+  int32_t* counters = nullptr;  // Counters: one per block column (gridDim.x), zero between launches
 };
 
 struct GemvOutput {

@@ -1,7 +1,9 @@
 #pragma once
 // The GEMV's output stage (gemv.h): split partials, and for the other output kinds the
-// reduction of the splits in the last block of each 64-row block to finish, followed by the
-// fused operation. Included by gemv_kernel.cuh only.
+// reduction of the splits (within a thread-block cluster, or in the last block of each 64-row
+// block to finish), followed by the fused operation. Included by gemv_kernel.cuh only.
+#include <cooperative_groups.h>
+
 #include <cfloat>
 #include <climits>
 
@@ -177,18 +179,53 @@ __device__ inline bool gather_splits(const GemvParams& p, const BlockRows& br, f
   return true;
 }
 
+// The same sums inside a thread-block cluster of the row block's n_splits blocks: each block
+// leaves its accumulators in its own shared memory, the rank-0 block (split 0) adds all of them
+// in split order through distributed shared memory. True in that block, which goes on.
+template <int kNT>
+__device__ inline bool cluster_splits(const GemvParams& p, const BlockRows& br, const float (&acc)[kNT][4],
+                                      float* vals) {
+  namespace cg = cooperative_groups;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc, [&](int n, int r, float v) { vals[n * kGemvRowsPerBlock + r] = v; });
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();  // every split's accumulators are in place
+  const bool lead = cluster.block_rank() == 0;
+  if (lead) {
+    const float* src[kGemvMaxClusterSplits];
+#pragma unroll
+    for (int k = 0; k < kGemvMaxClusterSplits; ++k) src[k] = cluster.map_shared_rank(vals, k < p.split.n_splits ? k : 0);
+    for (int e = threadIdx.x; e < p.n_seqs * kGemvRowsPerBlock; e += blockDim.x) {
+      float part[kGemvMaxClusterSplits];
+#pragma unroll
+      for (int k = 0; k < kGemvMaxClusterSplits; ++k) part[k] = k < p.split.n_splits ? src[k][e] : 0.0f;
+      float s = 0.0f;
+#pragma unroll
+      for (int k = 0; k < kGemvMaxClusterSplits; ++k) {
+        if (k < p.split.n_splits) s += part[k];
+      }
+      vals[e] = s;  // only this thread reads element e, of every block
+    }
+  }
+  cluster.sync();  // the other blocks' shared memory lives until the lead has read it
+  return lead;
+}
+
 template <int kNT>
 __device__ inline void gemv_epilogue(const GemvParams& p, const BlockRows& br, const float (&acc)[kNT][4], float* vals,
                               int& last_s) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  if (p.out.kind == GemvOut::Partials || p.split.n_splits > 1) {
+  const bool clustered = p.split.reduce == GemvReduce::Cluster;
+  if (p.out.kind == GemvOut::Partials || (p.split.n_splits > 1 && !clustered)) {
     float* part = p.split.partials + blockIdx.y * p.split.split_stride + br.col_begin + br.row0;
     for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc,
                       [&](int n, int r, float v) { part[static_cast<int64_t>(n) * p.split.part_stride + r] = v; });
     if (p.out.kind == GemvOut::Partials) return;
   }
   __syncthreads();  // the x staging area becomes vals
-  if (p.split.n_splits > 1) {
+  if (clustered) {
+    if (!cluster_splits<kNT>(p, br, acc, vals)) return;
+  } else if (p.split.n_splits > 1) {
     if (!gather_splits(p, br, vals, last_s)) return;
   } else {
     for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc,

@@ -25,12 +25,16 @@
 namespace chorus::cuda {
 
 // Per-type weight pipeline: a stage is one warp's 16 records of one tile.
-template <TensorType kType>
+template <TensorType kType, int kNT>
 struct GemvShape {
   static constexpr int kRec = record_bytes_of(kType);
   static constexpr int kWarpTile = kRowGroup * kRec;
-  // Q4_K (2304 B): 4 stages; Q6_K (3584 B) and up: 3, so 4 blocks fit a multiprocessor at M <= 8.
-  static constexpr int kStages = kWarpTile <= 3072 ? 4 : (kWarpTile <= 8192 ? 3 : 2);
+  // One row tile (M <= 8): Q4_K (2304 B) 4 stages, Q6_K (3584 B) and up 3, so 4 blocks fit a
+  // multiprocessor. More rows: a tile takes kNT times the math, so fewer stages cover the
+  // memory latency, and the two activation buffers (20 KB each at M = 32) plus ~7 KB of
+  // stages per warp keep 3 blocks per multiprocessor.
+  static constexpr int kStages = kNT == 1 ? (kWarpTile <= 3072 ? 4 : (kWarpTile <= 8192 ? 3 : 2))
+                                          : (kWarpTile <= 2304 ? 3 : 2);
   static constexpr int kBarBytes = 128;  // kGemvWarps x kStages mbarriers, padded
   static constexpr int kWBytes = kGemvWarps * kStages * kWarpTile;
   static_assert(kGemvWarps * kStages * 8 <= kBarBytes && kWarpTile % 16 == 0, "pipeline layout");
@@ -141,7 +145,7 @@ template <TensorType kType, int kNT>
 __device__ __forceinline__ void warp_tile_mma(const uint8_t* wt, const __half* xt, int rs, int n_seqs, int lane,
                                               float (&acc)[kNT][4]) {
   using L = PartLoader<kType>;
-  constexpr int kRec = GemvShape<kType>::kRec;
+  constexpr int kRec = record_bytes_of(kType);
   const int g = lane >> 2, t = lane & 3;
   const typename L::Row ra = L::load(wt + g * kRec, t);
   const typename L::Row rb = L::load(wt + (g + 8) * kRec, t);
@@ -163,9 +167,9 @@ __device__ __forceinline__ void warp_tile_mma(const uint8_t* wt, const __half* x
   }
 }
 
-template <TensorType kType>
+template <TensorType kType, int kNT>
 __device__ __forceinline__ void issue_tile(uint64_t* bars, uint8_t* stages, const uint8_t* src, int i) {
-  using S = GemvShape<kType>;
+  using S = GemvShape<kType, kNT>;
   const int slot = i % S::kStages;
   mbar_arrive_expect_tx(bars + slot, S::kWarpTile);
   bulk_copy_g2s(stages + slot * S::kWarpTile, src + static_cast<int64_t>(i) * S::kWarpTile, S::kWarpTile, bars + slot);
@@ -173,7 +177,7 @@ __device__ __forceinline__ void issue_tile(uint64_t* bars, uint8_t* stages, cons
 
 template <TensorType kType, int kNT>
 __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvParams p) {
-  using S = GemvShape<kType>;
+  using S = GemvShape<kType, kNT>;
   extern __shared__ __align__(128) uint8_t smem[];  // [barriers | warps' weight stages | x chunk / vals]
   __shared__ float rstd_s[kGemvMaxSeqs];
   __shared__ int last_s;
@@ -196,7 +200,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvParams 
   }
   __syncwarp();
   if (warp_active && lane == 0) {
-    for (int i = 0; i < S::kStages && i < n_my; ++i) issue_tile<kType>(bars, stages, w_src, i);
+    for (int i = 0; i < S::kStages && i < n_my; ++i) issue_tile<kType, kNT>(bars, stages, w_src, i);
   }
   pdl_wait();
   pdl_trigger();
@@ -231,7 +235,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvParams 
       mbar_wait(bars + slot, static_cast<uint32_t>(i / S::kStages) & 1u);
       warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, xc + (i - c0) * kXTileHalves, rs, p.n_seqs, lane, acc);
       __syncwarp();  // the whole warp has read the stage before it is refilled
-      if (lane == 0 && i + S::kStages < n_my) issue_tile<kType>(bars, stages, w_src, i + S::kStages);
+      if (lane == 0 && i + S::kStages < n_my) issue_tile<kType, kNT>(bars, stages, w_src, i + S::kStages);
     }
   }
   gemv_epilogue<kNT>(p, br, acc, reinterpret_cast<float*>(xs), last_s);
@@ -260,15 +264,16 @@ void prepare_nt() {
 
 template <TensorType kType, int kNT>
 void launch_nt(const GemvParams& p, cudaStream_t stream) {
-  using S = GemvShape<kType>;
+  using S = GemvShape<kType, kNT>;
   if (p.mats.record_bytes != S::kRec) {
     throw CudaError("gemv: record of " + std::to_string(p.mats.record_bytes) + " bytes, kernel expects " +
                     std::to_string(S::kRec));
   }
   const size_t smem = S::kBarBytes + S::kWBytes + gemv_x_region_bytes(p);
   if (smem > static_cast<size_t>(kGemvMaxSmem)) throw CudaError("gemv: " + std::to_string(smem) + " bytes of shared memory");
-  launch_pdl(gemv_kernel<kType, kNT>, dim3(gemv_row_blocks(p.mats), p.split.n_splits), dim3(kGemvWarps * 32), smem,
-             stream, p);
+  const unsigned cluster_y = p.split.reduce == GemvReduce::Cluster ? static_cast<unsigned>(p.split.n_splits) : 1u;
+  launch_pdl_clustered(gemv_kernel<kType, kNT>, dim3(gemv_row_blocks(p.mats), p.split.n_splits),
+                       dim3(kGemvWarps * 32), smem, dim3(1, cluster_y, 1), stream, p);
 }
 
 template <TensorType kType>

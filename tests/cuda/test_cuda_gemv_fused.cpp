@@ -75,9 +75,10 @@ TEST_P(GemvFusedTest, NormalizedInputSumAndBias) {
   const auto d_bias = to_device(bias);
   const Rig rig(pr, 3);
   DeviceBuffer<float> out(static_cast<size_t>(32 * n));
-  auto run = [&](int m) {
+  auto run = [&](int m, GemvReduce reduce = GemvReduce::Auto) {
     CHORUS_CUDA_CHECK(cudaMemset(out.get(), 0xff, out.size_bytes()));
     GemvParams p = rig.params(m);
+    p.split.reduce = reduce;
     p.mats.bias[0] = d_bias.get();
     p.in = ni.input();
     p.out.kind = GemvOut::Sum;
@@ -98,6 +99,13 @@ TEST_P(GemvFusedTest, NormalizedInputSumAndBias) {
   for (int m : {1, 5, 13}) {
     ASSERT_EQ(0, std::memcmp(run(m).data(), full.data(), static_cast<size_t>(m * n) * 4)) << "M=" << m;
   }
+  // The 3 splits meet in a thread-block cluster by default; through global partials and the
+  // last-block counter they must give the same bits (twice: the counters reset themselves).
+  for (int m : {32, 32, 1}) {
+    ASSERT_EQ(0, std::memcmp(run(m, GemvReduce::Counters).data(), full.data(), static_cast<size_t>(m * n) * 4))
+        << "counter route, M=" << m;
+  }
+  EXPECT_EQ(0, std::memcmp(run(32, GemvReduce::Cluster).data(), full.data(), full.size() * 4)) << "cluster route";
 }
 
 // The decode step normalizes several rows once (launch_norm_rows) and hands the GEMV f16 rows,
