@@ -82,8 +82,11 @@ __device__ void merge_chunks(const AttentionParams& p, ChunkSmem<kG, kP>& s, int
   }
 }
 
+// At least 6 blocks per multiprocessor (<= 80 registers): at M = 32 a step has ~800 active
+// (row, kv head, chunk) blocks, each a chain of dependent memory round trips, so what counts
+// is how many run at once (95 registers allowed 5 per multiprocessor: two waves).
 template <int kG, int kP>
-__global__ void __launch_bounds__(kAttnThreads) attention_decode_kernel(const DecodeAttentionParams d) {
+__global__ void __launch_bounds__(kAttnThreads, 6) attention_decode_kernel(const DecodeAttentionParams d) {
   __shared__ ChunkSmem<kG, kP> s;
   __shared__ int last_s;
   const AttentionParams& p = d.attn;
