@@ -5,22 +5,27 @@
 # so the f32 peer models and the llama.cpp logits are left out and the binaries travel as
 # .carry/binaries.tar.xz (run_gpu_checks.sh unpacks it).
 #   scripts/gpu/build_carry.sh [MODEL.gguf...]   # extra models for chorus-bench run (.carry/models)
+# CARRY_DIR (default .carry) names the output, so that two builds (an A/B of a kernel change)
+# can travel in one call: CARRY=.carry-b bash scripts/gpu/run_gpu_checks.sh runs the second.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PEER=${CHORUS_PEER_DIR:-$(cd .. && pwd)/shared/peer}
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHORUS_GUI=OFF -DCHORUS_CUDA=ON > /dev/null
 tests=$(ls tests/cuda/test_*.cpp | xargs -n1 basename | sed 's/\.cpp$//')
 cmake --build build-gpu -j "${CHORUS_JOBS:-$(nproc)}" --target $tests chorus-cuda-bench chorus-cuda-synth chorus-bench chorus_cuda
-rm -rf .carry && mkdir -p .carry/bin .carry/lib .carry/peer/logits .carry/models
-for t in $tests chorus-cuda-bench chorus-cuda-synth chorus-bench; do cp "build-gpu/bin/$t" .carry/bin/; done
-cp build-gpu/lib/libchorus_cuda.so .carry/lib/
-strip --strip-unneeded .carry/bin/* .carry/lib/*.so
+C=${CARRY_DIR:-.carry}
+rm -rf "$C" && mkdir -p "$C/bin" "$C/lib" "$C/peer/logits" "$C/models"
+for t in $tests chorus-cuda-bench chorus-cuda-synth chorus-bench; do cp "build-gpu/bin/$t" "$C/bin/"; done
+cp build-gpu/lib/libchorus_cuda.so "$C/lib/"
+strip --strip-unneeded "$C"/bin/* "$C"/lib/*.so
+# CARRY_PEER=0 leaves the peer models out (a second build beside a first one that has them).
 for f in "$PEER"/logits/*.gguf; do
+  [ "${CARRY_PEER:-1}" = 1 ] || break
   n=$(basename "${f%.gguf}")
   case $n in *f32) continue ;; esac
-  cp "$f" "$PEER/logits/$n.json" "$PEER/logits/$n.exact.logits.f32" .carry/peer/logits/
+  cp "$f" "$PEER/logits/$n.json" "$PEER/logits/$n.exact.logits.f32" "$C/peer/logits/"
 done
-for m in "$@"; do cp "$m" .carry/models/; done
+for m in "$@"; do cp "$m" "$C/models/"; done
 # The binaries carry every kernel each; compressed they take a fraction of the 64 MiB.
-tar -C .carry -cJf .carry/binaries.tar.xz bin lib && rm -rf .carry/bin .carry/lib
-du -sh .carry
+tar -C "$C" -cJf "$C/binaries.tar.xz" bin lib && rm -rf "$C/bin" "$C/lib"
+du -sh "$C"

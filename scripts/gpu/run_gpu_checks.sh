@@ -8,7 +8,8 @@
 # generates the synthetic q4_k_m models there (too big to carry), benchmarks them, and prints
 # a short table last. Full logs go to $OUT (few files: the device tool returns at most 8).
 # Stages (STAGES, comma separated): tests, bench, profile, esynth (start the Engine's synthetic
-# 8B model in the background), assemble (a model carried in parts), enginebench.
+# 8B model in the background), assemble (a model carried in parts), enginebench. TESTS (a glob,
+# default test_*) picks the test binaries.
 set -uo pipefail
 CARRY=${CARRY:-.carry}
 OUT=${OUT:-/tmp/chorus-gpu-out}
@@ -16,7 +17,7 @@ STAGES=${STAGES:-tests,bench,enginebench}
 mkdir -p "$OUT"
 [ -f "$CARRY/binaries.tar.xz" ] && tar -C "$CARRY" -xJf "$CARRY/binaries.tar.xz"
 BIN=$CARRY/bin
-export CHORUS_PEER_DIR=$PWD/$CARRY/peer
+export CHORUS_PEER_DIR=${CHORUS_PEER_DIR:-$PWD/$CARRY/peer}
 export CHORUS_CUDA_LIB=$PWD/$CARRY/lib/libchorus_cuda.so
 # libcublasLt.so.13: the toolkit's, else the one PyTorch's wheels carry.
 LT=$(ls /usr/local/cuda/lib64/libcublasLt.so.13 2>/dev/null || find / -name 'libcublasLt.so.13' 2>/dev/null | head -1)
@@ -28,9 +29,11 @@ has() { [[ ",$STAGES," == *",$1,"* ]]; }
 section() { echo "==== $1 ====" >> "$LOG"; }
 
 # Synthetic models in the background while the tests run (16 cores there).
-if has bench || has profile; then
+# Written once per machine: a second run in the same call (CARRY=.carry-b) reuses them.
+SYNTH_PID=
+if (has bench || has profile) && [ ! -f /tmp/synth.done ]; then
   ( "$BIN/chorus-cuda-synth" llama3.2-1b /tmp/l1b.gguf > /tmp/synth1b.log 2>&1
-    "$BIN/chorus-cuda-synth" llama3-8b /tmp/l8b.gguf > /tmp/synth8b.log 2>&1 ) &
+    "$BIN/chorus-cuda-synth" llama3-8b /tmp/l8b.gguf > /tmp/synth8b.log 2>&1 && touch /tmp/synth.done ) &
   SYNTH_PID=$!
 fi
 # chorus-bench synth writes a tokenizer too, so its models run through the whole Engine. It runs
@@ -52,7 +55,7 @@ if has assemble; then
 fi
 
 if has tests; then
-  for t in "$BIN"/test_*; do
+  for t in "$BIN"/${TESTS:-test_*}; do
     n=$(basename "$t")
     section "$n"
     timeout 300 "$t" >> "$LOG" 2>&1; R[$n]=$?
@@ -71,7 +74,7 @@ for _ in range(10): y.copy_(x)
 e.record(); torch.cuda.synchronize()
 print(f"device copy: {2 * x.numel() * 10 / (s.elapsed_time(e) * 1e-3) / 1e12:.2f} TB/s (read+write)")
 PY
-  wait "$SYNTH_PID"
+  [ -n "$SYNTH_PID" ] && wait "$SYNTH_PID"
   cat /tmp/synth1b.log /tmp/synth8b.log | tail -n 2
 fi
 
@@ -110,7 +113,7 @@ PY
   done
   # Throughput, occupancy and stall reasons of chosen launches of one decode step:
   # DETAIL="M KERNEL_REGEX SKIP COUNT;..." (default: a few GEMVs of layer 0 at M = 1 and 32).
-  IFS=';' read -ra details <<< "${DETAIL:-1 gemv_kernel 0 5;32 gemv_kernel 0 5}"
+  IFS=";" read -ra details <<< "${DETAIL-1 gemv_kernel 0 5;32 gemv_kernel 0 5}"  # DETAIL= : none
   stalls=$(for r in long_scoreboard short_scoreboard barrier mio_throttle math_pipe_throttle lg_throttle wait \
       not_selected selected no_instruction membar sleeping dispatch_stall tex_throttle; do
     printf 'smsp__average_warps_issue_stalled_%s_per_issue_active.ratio,' "$r"; done)
