@@ -44,8 +44,9 @@ if has esynth; then
     > /tmp/esynth8b.log 2>&1 && touch /tmp/e8b.done" > /dev/null 2>&1 < /dev/null &
 fi
 # A model too big for one call travels in parts over several calls while the machine is held:
-# .parts/pN/NAME.part (git-ignored, each carried by its own call) and .parts/NAME.sha256; the
-# parts are joined in pN order and checked before use.
+# .parts/pN/NAME.part (git-ignored, each carried by its own call; earlier parts copied to /tmp
+# and back into .parts/ by the last call) and .parts/NAME.sha256 (carried with the last part);
+# the parts are joined in pN order and checked before use.
 if has assemble; then
   for sum in .parts/*.sha256; do
     name=$(basename "${sum%.sha256}")
