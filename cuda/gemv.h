@@ -7,10 +7,11 @@
 // The kernel also does the work around the product that would otherwise cost launches:
 //   input : f16 rows as they are, or RMSNorm of the f32 residual rows (the row's scale from
 //           per-64-column sums of squares that the producer left, times the norm weights);
-//   output: raw split partials; or, in the last block of each 64-row block to finish, the
-//           split partials added in split order and then written (+ bias), added to the
-//           residual (with new sums of squares), turned into SwiGLU of an interleaved
-//           gate/up pair, or written as logits with a per-block argmax.
+//   output: raw split partials; or, in one block per 64-row block (split 0 of a thread-block
+//           cluster, or the last to finish, GemvReduce), the splits' sums added in split
+//           order and then written (+ bias), added to the residual (with new sums of
+//           squares), turned into SwiGLU of an interleaved gate/up pair, or written as
+//           logits with a per-block argmax.
 //
 // Reduction order, fixed for every M (batch invariance): K is cut into `n_splits` contiguous
 // ranges of tiles chosen from the matrix shape only; within a range tiles go in order, within a
