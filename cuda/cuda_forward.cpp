@@ -43,21 +43,6 @@ constexpr int32_t kNormPassMinRows = 3;
 
 GemvInput CudaBackend::norm_input(const float* norm_w, int32_t n_rows, int32_t row_begin) {
   const ModelConfig& c = model_->config;
-  if (n_rows >= kNormPassMinRows) {
-    NormRowsParams np;
-    np.x = x_.get() + static_cast<int64_t>(row_begin) * c.n_embd;
-    np.x_stride = c.n_embd;
-    np.ss = ss_.get() + static_cast<int64_t>(row_begin) * ss_stride_;
-    np.ss_stride = ss_stride_;
-    np.norm_w = norm_w;
-    np.eps = c.rms_eps;
-    np.out = h_.get();
-    np.out_stride = h_stride_;
-    np.n_cols = c.n_embd;
-    np.n_rows = n_rows;
-    launch_norm_rows(np, stream_->get());
-    return half_input(h_.get());
-  }
   GemvInput in;
   in.kind = GemvIn::NormF32;
   in.resid = x_.get() + static_cast<int64_t>(row_begin) * c.n_embd;
@@ -66,7 +51,15 @@ GemvInput CudaBackend::norm_input(const float* norm_w, int32_t n_rows, int32_t r
   in.ss_stride = ss_stride_;
   in.norm_w = norm_w;
   in.eps = c.rms_eps;
-  return in;
+  if (n_rows < kNormPassMinRows) return in;
+  NormRowsParams np;
+  np.in = in;
+  np.n_cols = c.n_embd;
+  np.n_rows = n_rows;
+  np.out = h_.get();
+  np.out_stride = h_stride_;
+  launch_norm_rows(np, stream_->get());
+  return half_input(h_.get());
 }
 
 GemvInput CudaBackend::half_input(const __half* x) const {

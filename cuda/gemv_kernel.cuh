@@ -59,26 +59,16 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4],
 
 // 8 consecutive activations of row n from element k (zero past K), as f16.
 __device__ __forceinline__ uint4 load_x8(const GemvInput& in, float rstd, int n, int k, int k_elems) {
-  __half h[8];
-  if (in.kind == GemvIn::Half) {
-    const __half* src = in.x + static_cast<int64_t>(n) * in.x_stride + k;
-    if (k + 8 <= k_elems && in.x_stride % 8 == 0) return *reinterpret_cast<const uint4*>(src);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) h[j] = k + j < k_elems ? src[j] : __float2half_rn(0.0f);
-  } else {
-    const float* src = in.resid + static_cast<int64_t>(n) * in.resid_stride + k;
-    if (k + 8 <= k_elems && in.resid_stride % 4 == 0) {
-      const float4 a = *reinterpret_cast<const float4*>(src), b = *reinterpret_cast<const float4*>(src + 4);
-      const float4 wa = *reinterpret_cast<const float4*>(in.norm_w + k);
-      const float4 wb = *reinterpret_cast<const float4*>(in.norm_w + k + 4);
-      const float xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w}, wv[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
-#pragma unroll
-      for (int j = 0; j < 8; ++j) h[j] = norm_to_half(xv[j], rstd, wv[j]);
-    } else {
-#pragma unroll
-      for (int j = 0; j < 8; ++j) h[j] = k + j < k_elems ? norm_to_half(src[j], rstd, in.norm_w[k + j]) : __float2half_rn(0.0f);
-    }
+  if (in.kind == GemvIn::NormF32) {
+    float x[8], w[8];
+    load_norm8(in, n, k, k_elems, x, w);
+    return norm8_to_half(x, w, rstd);
   }
+  const __half* src = in.x + static_cast<int64_t>(n) * in.x_stride + k;
+  if (k + 8 <= k_elems && in.x_stride % 8 == 0) return *reinterpret_cast<const uint4*>(src);
+  __half h[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) h[j] = k + j < k_elems ? src[j] : __float2half_rn(0.0f);
   uint4 u;
   memcpy(&u, h, 16);
   return u;

@@ -80,35 +80,20 @@ __global__ void __launch_bounds__(kNormThreads) norm_rows_kernel(const NormRowsP
   pdl_wait();
   pdl_trigger();
   const int row = blockIdx.x, c = (blockIdx.y * kNormThreads + threadIdx.x) * kNormVec;
-  const float* x = p.x + static_cast<int64_t>(row) * p.x_stride;
-  __half* out = p.out + static_cast<int64_t>(row) * p.out_stride;
-  const bool whole = c + kNormVec <= p.n_cols && p.x_stride % 4 == 0;
-  float xv[kNormVec], wv[kNormVec];
-  if (whole) {
-    const float4 a = *reinterpret_cast<const float4*>(x + c), b = *reinterpret_cast<const float4*>(x + c + 4);
-    const float4 wa = *reinterpret_cast<const float4*>(p.norm_w + c);
-    const float4 wb = *reinterpret_cast<const float4*>(p.norm_w + c + 4);
-    xv[0] = a.x; xv[1] = a.y; xv[2] = a.z; xv[3] = a.w; xv[4] = b.x; xv[5] = b.y; xv[6] = b.z; xv[7] = b.w;
-    wv[0] = wa.x; wv[1] = wa.y; wv[2] = wa.z; wv[3] = wa.w; wv[4] = wb.x; wv[5] = wb.y; wv[6] = wb.z; wv[7] = wb.w;
+  float x[kNormVec], w[kNormVec];
+  load_norm8(p.in, row, c, p.n_cols, x, w);
+  const float rstd =
+      row_rstd_from_ss(p.in.ss + static_cast<int64_t>(row) * p.in.ss_stride, p.n_cols, p.in.eps, threadIdx.x & 31);
+  const uint4 u = norm8_to_half(x, w, rstd);
+  __half* out = p.out + static_cast<int64_t>(row) * p.out_stride + c;
+  if (c + kNormVec <= p.n_cols && p.out_stride % 8 == 0) {
+    *reinterpret_cast<uint4*>(out) = u;
   } else {
+    __half h[kNormVec];
+    memcpy(h, &u, sizeof(u));
 #pragma unroll
     for (int j = 0; j < kNormVec; ++j) {
-      xv[j] = c + j < p.n_cols ? x[c + j] : 0.0f;
-      wv[j] = c + j < p.n_cols ? p.norm_w[c + j] : 0.0f;
-    }
-  }
-  const float rstd = row_rstd_from_ss(p.ss + static_cast<int64_t>(row) * p.ss_stride, p.n_cols, p.eps, threadIdx.x & 31);
-  __half h[kNormVec];
-#pragma unroll
-  for (int j = 0; j < kNormVec; ++j) h[j] = norm_to_half(xv[j], rstd, wv[j]);
-  if (whole && p.out_stride % 8 == 0) {
-    uint4 u;
-    memcpy(&u, h, sizeof(u));
-    *reinterpret_cast<uint4*>(out + c) = u;
-  } else {
-#pragma unroll
-    for (int j = 0; j < kNormVec; ++j) {
-      if (c + j < p.n_cols) out[c + j] = h[j];
+      if (c + j < p.n_cols) out[j] = h[j];
     }
   }
 }

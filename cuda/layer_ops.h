@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "cuda/gemv.h"
 #include "cuda/rope.cuh"
 
 namespace chorus::cuda {
@@ -41,16 +42,11 @@ void launch_residual_norm(const ResidualNormParams& p, cudaStream_t stream);
 // input computes, once per row instead of once per GEMV block. The decode step uses it when
 // several rows share a step, so the GEMVs stage plain f16 rows asynchronously.
 struct NormRowsParams {
-  const float* x = nullptr;  // [n_rows][x_stride] residual rows, n_cols used
-  int32_t x_stride = 0;
-  const float* ss = nullptr;  // [n_rows][ss_stride]
-  int32_t ss_stride = 0;
-  const float* norm_w = nullptr;  // [n_cols]
-  float eps = 1e-5f;
-  __half* out = nullptr;  // [n_rows][out_stride]
-  int32_t out_stride = 0;
+  GemvInput in;  // kind NormF32: rows [0, n_rows) of it (residual, sums of squares, weights, eps)
   int32_t n_cols = 0;
   int32_t n_rows = 0;
+  __half* out = nullptr;  // [n_rows][out_stride]
+  int32_t out_stride = 0;
 };
 void launch_norm_rows(const NormRowsParams& p, cudaStream_t stream);
 
