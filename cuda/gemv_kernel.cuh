@@ -74,6 +74,17 @@ __device__ __forceinline__ uint4 load_x8(const GemvInput& in, float rstd, int n,
   return u;
 }
 
+// Where 16-byte vector v of a staged chunk comes from (row n, column k) and goes to (dst, in
+// halves from the chunk's start): vectors run over rows, then tiles, then the tile's 32 vectors.
+struct XVec {
+  int n, k, dst;
+};
+__device__ __forceinline__ XVec x_vec(int v, int per_row, int rs, int tile0) {
+  const int n = v / per_row, r = v - n * per_row;
+  const int tile = r >> 5, e = (r & 31) * 8;  // element within the tile
+  return XVec{n, (tile0 + tile) * kTileElems + e, n * rs + tile * kXTileHalves + (e >> 6) * kXPartHalves + (e & 63)};
+}
+
 // Stages tiles [tile0, tile0 + n_tiles) of every row's activations (layout above). Each thread
 // loads up to 4 vectors before storing any, so a round costs one memory latency, not four.
 __device__ inline void stage_x(const GemvParams& p, const float* rstd, __half* xs, int tile0, int n_tiles) {
@@ -88,12 +99,10 @@ __device__ inline void stage_x(const GemvParams& p, const float* rstd, __half* x
       const int v = v0 + j * blockDim.x;
       dst[j] = -1;
       if (v >= total) continue;
-      const int n = v / per_row, r = v - n * per_row;
-      const int tile = r >> 5, e = (r & 31) * 8;  // element within the tile
-      const int k = (tile0 + tile) * kTileElems + e;
-      const float scale = p.in.kind == GemvIn::NormF32 ? rstd[n] : 1.0f;
-      val[j] = load_x8(p.in, scale, n, k, p.mats.k_elems);
-      dst[j] = n * rs + tile * kXTileHalves + (e >> 6) * kXPartHalves + (e & 63);
+      const XVec x = x_vec(v, per_row, rs, tile0);
+      const float scale = p.in.kind == GemvIn::NormF32 ? rstd[x.n] : 1.0f;
+      val[j] = load_x8(p.in, scale, x.n, x.k, p.mats.k_elems);
+      dst[j] = x.dst;
     }
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
@@ -109,12 +118,10 @@ __device__ inline void stage_x_async(const GemvParams& p, __half* xs, int tile0,
   const int rs = x_row_halves(p.x_chunk_tiles), per_row = n_tiles * 32;
   const int total = p.n_seqs * per_row;
   for (int v = threadIdx.x; v < total; v += blockDim.x) {
-    const int n = v / per_row, r = v - n * per_row;
-    const int tile = r >> 5, e = (r & 31) * 8;
-    const int k = (tile0 + tile) * kTileElems + e;
-    const int valid = min(max(p.mats.k_elems - k, 0), 8);
-    const __half* src = p.in.x + static_cast<int64_t>(n) * p.in.x_stride + (valid > 0 ? k : 0);
-    cp_async16(xs + n * rs + tile * kXTileHalves + (e >> 6) * kXPartHalves + (e & 63), src, valid * 2);
+    const XVec x = x_vec(v, per_row, rs, tile0);
+    const int valid = min(max(p.mats.k_elems - x.k, 0), 8);
+    const __half* src = p.in.x + static_cast<int64_t>(x.n) * p.in.x_stride + (valid > 0 ? x.k : 0);
+    cp_async16(xs + x.dst, src, valid * 2);
   }
   cp_async_commit();
 }
