@@ -14,14 +14,16 @@ __global__ void __launch_bounds__(kAttnThreads) attention_chunk_kernel(const Att
   pdl_wait();
   pdl_trigger();
   const int chunk = blockIdx.x, kvh = blockIdx.y, row = blockIdx.z;
-  if (chunk * kAttnChunkTokens >= p.seq_lens[row]) return;
+  const int len = p.seq_lens[row];
+  if (chunk * kAttnChunkTokens >= len) return;
   const int group = p.n_heads / p.n_kv_heads, hd = p.head_dim;
   const int q_dim = p.n_heads * hd;
   for (int i = threadIdx.x; i < group * hd; i += kAttnThreads) {
     s.q_s[i / hd][i % hd] = p.q[static_cast<int64_t>(row) * q_dim + (kvh * group) * hd + i] * p.scale;
   }
+  resolve_rows(p, s.row_off, chunk, kvh, row, min(kAttnChunkTokens, len - chunk * kAttnChunkTokens));
   __syncthreads();
-  attend_chunk<kG, kP>(p, s, chunk, kvh, row);
+  attend_chunk<kG, kP>(p, s, chunk, kvh, row, CacheRows{p.k_cache, p.v_cache, s.row_off});
 }
 
 __global__ void attention_combine_kernel(const AttentionParams p) {

@@ -53,6 +53,9 @@ struct DecodeAttentionParams {
   int32_t* counters = nullptr;  // [n_rows][n_kv_heads], zero between launches
 };
 void launch_attention_decode(const DecodeAttentionParams& p, cudaStream_t stream);
+// Raises the decode kernels' shared-memory limit (staged K/V rows). Once per process, before
+// any graph capture; launch_attention_decode calls it too.
+void prepare_attention_kernels();
 
 // Prefill chunk of one sequence (rows = positions first_pos, first_pos + 1, ...; every row's
 // block table is the same, row 0's is read): tiles of 32 query rows, online softmax

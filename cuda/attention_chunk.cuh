@@ -25,29 +25,50 @@ struct ChunkSmem {
   float red[kAttnWarps][kG][kP * 64];  // per-warp P.V partials
 };
 
-// Needs s.q_s filled and a __syncthreads() after that; ends with the partials written.
-template <int kG, int kP>
-__device__ __forceinline__ void attend_chunk(const AttentionParams& p, ChunkSmem<kG, kP>& s, int chunk, int kvh, int row) {
+// Element offset in the cache of each of the chunk's n_pos K/V rows, resolved once (keeps the
+// table lookup out of the loops of attend_chunk, whose loads are then independent). Needs a
+// __syncthreads() before row_off is read.
+__device__ __forceinline__ void resolve_rows(const AttentionParams& p, int64_t* row_off, int chunk, int kvh, int row,
+                                             int n_pos) {
+  const int32_t* table = p.block_tables + static_cast<int64_t>(row) * p.max_blocks;
+  for (int i = threadIdx.x; i < n_pos; i += kAttnThreads) {
+    const int pos = chunk * kAttnChunkTokens + i;
+    row_off[i] = ((static_cast<int64_t>(table[pos / p.block_tokens]) * p.n_kv_heads + kvh) * p.block_tokens +
+                  pos % p.block_tokens) * p.head_dim;
+  }
+}
+
+// Where attend_chunk reads position i's K and V rows: in the cache (offsets from resolve_rows)...
+struct CacheRows {
+  const __half* k;
+  const __half* v;
+  const int64_t* row_off;
+  __device__ const __half2* k_row(int i) const { return reinterpret_cast<const __half2*>(k + row_off[i]); }
+  __device__ const __half2* v_row(int i) const { return reinterpret_cast<const __half2*>(v + row_off[i]); }
+};
+// ...or in a copy the block staged in shared memory, rows head_dim halves apart. The values
+// are the same halves either way, so both give the same bits.
+struct StagedRows {
+  const __half* k;
+  const __half* v;
+  int head_dim;
+  __device__ const __half2* k_row(int i) const { return reinterpret_cast<const __half2*>(k + i * head_dim); }
+  __device__ const __half2* v_row(int i) const { return reinterpret_cast<const __half2*>(v + i * head_dim); }
+};
+
+// Needs s.q_s filled and the rows readable, then a __syncthreads(); ends with the partials written.
+template <int kG, int kP, typename Rows>
+__device__ __forceinline__ void attend_chunk(const AttentionParams& p, ChunkSmem<kG, kP>& s, int chunk, int kvh, int row,
+                                             const Rows& rows) {
   constexpr int kThreads = kAttnThreads, kWarps = kAttnWarps;
   auto& q_s = s.q_s;
   auto& score_s = s.score_s;
-  auto& row_off = s.row_off;
   auto& red = s.red;
   const int len = p.seq_lens[row];
   const int begin = chunk * kAttnChunkTokens;
   const int n_pos = min(kAttnChunkTokens, len - begin);
   const int group = p.n_heads / p.n_kv_heads, hd = p.head_dim;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-
-  // Element offset of each position's K/V row, resolved once (keeps the table lookup out of
-  // the loops below, whose loads are then independent and pipelined).
-  const int32_t* table = p.block_tables + static_cast<int64_t>(row) * p.max_blocks;
-  for (int i = threadIdx.x; i < n_pos; i += kThreads) {
-    const int pos = begin + i;
-    row_off[i] = ((static_cast<int64_t>(table[pos / p.block_tokens]) * p.n_kv_heads + kvh) * p.block_tokens +
-                  pos % p.block_tokens) * hd;
-  }
-  __syncthreads();
 
   // Scores: a warp per position (4 positions in flight), lanes over dimension pairs,
   // butterfly sums (fixed order).
@@ -63,7 +84,7 @@ __device__ __forceinline__ void attend_chunk(const AttentionParams& p, ChunkSmem
 #pragma unroll
       for (int j = 0; j < kPosPerIter; ++j) {
         const int i = min(i0 + j, n_pos - 1);
-        kf[j] = __half22float2(reinterpret_cast<const __half2*>(p.k_cache + row_off[i])[d2]);
+        kf[j] = __half22float2(rows.k_row(i)[d2]);
       }
 #pragma unroll
       for (int g = 0; g < kG; ++g) {
@@ -120,7 +141,7 @@ __device__ __forceinline__ void attend_chunk(const AttentionParams& p, ChunkSmem
       for (int g = 0; g < kG; ++g) acc[jj][g][0] = acc[jj][g][1] = 0.0f;
 #pragma unroll 8
     for (int i = warp; i < n_pos; i += kWarps) {
-      const __half2* vrow = reinterpret_cast<const __half2*>(p.v_cache + row_off[i]);
+      const __half2* vrow = rows.v_row(i);
 #pragma unroll
       for (int jj = 0; jj < kP; ++jj) {
         const int d2 = lane + 32 * jj;

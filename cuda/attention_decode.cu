@@ -2,8 +2,16 @@
 // k, its K/V cache write, the chunked attention and the merge of the chunks, in one launch
 // instead of three. The arithmetic of each stage is the one of the separate kernels
 // (rope.cuh, attention_chunk.cuh), so prefill and decode agree.
+//
+// A block copies its chunk's cached K/V rows into shared memory before it waits for the
+// previous kernel (pdl_wait): row lengths and block tables are uploaded before the step's first
+// kernel, and every cached position but the new token's was written by an earlier step, so
+// none of it depends on the kernel being waited for. The copies' latency then overlaps the
+// previous kernel's tail and the query rotation instead of following them.
 #include <cfloat>
+#include <mutex>
 
+#include "cuda/bulk_copy.cuh"
 #include "cuda/attention.h"
 #include "cuda/attention_chunk.cuh"
 #include "cuda/cuda_check.h"
@@ -17,8 +25,10 @@ __device__ __forceinline__ int64_t cache_row(const AttentionParams& p, int row, 
   return ((static_cast<int64_t>(block) * p.n_kv_heads + kvh) * p.block_tokens + pos % p.block_tokens) * p.head_dim;
 }
 
-// K (rotated) and V of the row's new token for kv head kvh into the cache.
-__device__ void write_new_kv(const DecodeAttentionParams& d, const float* qkv, int row, int kvh, int pos) {
+// K (rotated) and V of the row's new token for kv head kvh into the cache, and into the
+// block's staged rows k_s / v_s.
+__device__ void write_new_kv(const DecodeAttentionParams& d, const float* qkv, int row, int kvh, int pos, __half* k_s,
+                             __half* v_s) {
   const AttentionParams& p = d.attn;
   const int hd = p.head_dim, q_dim = p.n_heads * hd, kv_dim = p.n_kv_heads * hd;
   const int64_t off = cache_row(p, row, kvh, pos);
@@ -28,11 +38,34 @@ __device__ void write_new_kv(const DecodeAttentionParams& d, const float* qkv, i
     rope_pair(d.rope, j, i0, i1, freq);
     float a = k[i0], b = k[i1];
     rope_rotate(d.rope, pos, freq, a, b);
-    p.k_cache[off + i0] = __float2half_rn(a);
-    p.k_cache[off + i1] = __float2half_rn(b);
+    const __half ha = __float2half_rn(a), hb = __float2half_rn(b);
+    p.k_cache[off + i0] = k_s[i0] = ha;
+    p.k_cache[off + i1] = k_s[i1] = hb;
   }
   const float* v = qkv + q_dim + kv_dim + kvh * hd;
-  for (int i = threadIdx.x; i < hd; i += blockDim.x) p.v_cache[off + i] = __float2half_rn(v[i]);
+  for (int i = threadIdx.x; i < hd; i += blockDim.x) p.v_cache[off + i] = v_s[i] = __float2half_rn(v[i]);
+}
+
+// Copies the chunk's cached K and V rows except row `skip` (the new token's, not written yet)
+// into k_s / v_s (rows head_dim halves apart), asynchronously: 16-byte pieces when head_dim
+// is a multiple of 8 (the cache rows are then 16-byte aligned), else 4-byte ones.
+__device__ void stage_cached_kv(const AttentionParams& p, const int64_t* row_off, int n_pos, int skip, __half* k_s,
+                                __half* v_s) {
+  const int hd = p.head_dim;
+  const int piece = hd % 8 == 0 ? 8 : 2;  // halves per copy
+  const int per_row = hd / piece;
+  for (int v = threadIdx.x; v < 2 * n_pos * per_row; v += kAttnThreads) {
+    const int kv = v / (n_pos * per_row), r = v % (n_pos * per_row), i = r / per_row, e = (r % per_row) * piece;
+    if (i == skip) continue;
+    const __half* src = (kv == 0 ? p.k_cache : p.v_cache) + row_off[i] + e;
+    __half* dst = (kv == 0 ? k_s : v_s) + i * hd + e;
+    if (piece == 8) {
+      cp_async16(dst, src, 16);
+    } else {
+      cp_async4(dst, src);
+    }
+  }
+  cp_async_commit();
 }
 
 // The last block of a (row, kv head) merges the chunk partials of the group's heads: a warp per
@@ -89,14 +122,26 @@ template <int kG, int kP>
 __global__ void __launch_bounds__(kAttnThreads, 6) attention_decode_kernel(const DecodeAttentionParams d) {
   __shared__ ChunkSmem<kG, kP> s;
   __shared__ int last_s;
+  extern __shared__ __align__(16) __half kv_s[];  // [2][kAttnChunkTokens][head_dim]: K rows, V rows
   const AttentionParams& p = d.attn;
-  pdl_wait();
-  pdl_trigger();
   const int chunk = blockIdx.x, kvh = blockIdx.y, row = blockIdx.z;
   const int len = p.seq_lens[row];
-  if (chunk * kAttnChunkTokens >= len) return;
+  const int begin = chunk * kAttnChunkTokens, pos = len - 1;
+  const bool active = begin < len;
+  const int hd = p.head_dim;
+  __half* k_s = kv_s;
+  __half* v_s = kv_s + kAttnChunkTokens * hd;
+  if (active) {  // nothing here depends on the kernel waited for (file comment)
+    const int n_pos = min(kAttnChunkTokens, len - begin);
+    resolve_rows(p, s.row_off, chunk, kvh, row, n_pos);
+    __syncthreads();
+    stage_cached_kv(p, s.row_off, n_pos, pos - begin, k_s, v_s);
+  }
+  pdl_wait();
+  pdl_trigger();
+  if (!active) return;
   const int n_chunks = (len + kAttnChunkTokens - 1) / kAttnChunkTokens;
-  const int group = p.n_heads / p.n_kv_heads, hd = p.head_dim, pos = len - 1;
+  const int group = p.n_heads / p.n_kv_heads;
   const float* qkv = d.qkv + static_cast<int64_t>(row) * d.qkv_stride;
 
   for (int i = threadIdx.x; i < group * (hd / 2); i += kAttnThreads) {
@@ -109,9 +154,10 @@ __global__ void __launch_bounds__(kAttnThreads, 6) attention_decode_kernel(const
     s.q_s[gi][i0] = a * p.scale;
     s.q_s[gi][i1] = b * p.scale;
   }
-  if (chunk == n_chunks - 1) write_new_kv(d, qkv, row, kvh, pos);
-  __syncthreads();  // queries staged; the new K/V visible to this block's loads
-  attend_chunk<kG, kP>(p, s, chunk, kvh, row);
+  if (chunk == n_chunks - 1) write_new_kv(d, qkv, row, kvh, pos, k_s + (pos - begin) * hd, v_s + (pos - begin) * hd);
+  cp_async_wait_all();
+  __syncthreads();  // queries and every K/V row staged
+  attend_chunk<kG, kP>(p, s, chunk, kvh, row, StagedRows{k_s, v_s, hd});
 
   __threadfence();  // this block's partials before its arrival
   __syncthreads();
@@ -124,7 +170,27 @@ __global__ void __launch_bounds__(kAttnThreads, 6) attention_decode_kernel(const
   if (threadIdx.x == 0) *counter = 0;  // ready for the next launch
 }
 
+using DecodeKernel = void (*)(DecodeAttentionParams);
+const DecodeKernel kDecodeKernels[4][3] = {
+    {attention_decode_kernel<1, 1>, attention_decode_kernel<1, 2>, attention_decode_kernel<1, 4>},
+    {attention_decode_kernel<2, 1>, attention_decode_kernel<2, 2>, attention_decode_kernel<2, 4>},
+    {attention_decode_kernel<4, 1>, attention_decode_kernel<4, 2>, attention_decode_kernel<4, 4>},
+    {attention_decode_kernel<8, 1>, attention_decode_kernel<8, 2>, attention_decode_kernel<8, 4>}};
+
+// Staged K/V rows: 2 x kAttnChunkTokens x head_dim halves, 32 KB at head_dim 256, which with
+// the largest instantiation's static 41 KB passes the 48 KB default.
+constexpr int kStagedKvMaxBytes = 2 * kAttnChunkTokens * kAttnMaxHeadDim * 2;
+
 }  // namespace
+
+void prepare_attention_kernels() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (const auto& by_pairs : kDecodeKernels)
+      for (DecodeKernel k : by_pairs)
+        CHORUS_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kStagedKvMaxBytes));
+  });
+}
 
 void launch_attention_decode(const DecodeAttentionParams& d, cudaStream_t stream) {
   const AttentionParams& p = d.attn;
@@ -133,14 +199,10 @@ void launch_attention_decode(const DecodeAttentionParams& d, cudaStream_t stream
     throw CudaError("decode attention: " + std::to_string(p.n_rows) + " rows, at most " +
                     std::to_string(kAttnMaxRowsPerLaunch) + " per launch");
   }
-  using Kernel = void (*)(DecodeAttentionParams);
-  const Kernel kernels[4][3] = {
-      {attention_decode_kernel<1, 1>, attention_decode_kernel<1, 2>, attention_decode_kernel<1, 4>},
-      {attention_decode_kernel<2, 1>, attention_decode_kernel<2, 2>, attention_decode_kernel<2, 4>},
-      {attention_decode_kernel<4, 1>, attention_decode_kernel<4, 2>, attention_decode_kernel<4, 4>},
-      {attention_decode_kernel<8, 1>, attention_decode_kernel<8, 2>, attention_decode_kernel<8, 4>}};
-  launch_pdl(kernels[v.group_index][v.pairs_index], dim3(p.grid_chunks, p.n_kv_heads, p.n_rows),
-             dim3(kAttnThreads), 0, stream, d);
+  prepare_attention_kernels();  // no-op after the first call; the backend makes that call at load
+  const size_t kv_bytes = static_cast<size_t>(2 * kAttnChunkTokens * p.head_dim) * sizeof(__half);
+  launch_pdl(kDecodeKernels[v.group_index][v.pairs_index], dim3(p.grid_chunks, p.n_kv_heads, p.n_rows),
+             dim3(kAttnThreads), kv_bytes, stream, d);
 }
 
 }  // namespace chorus::cuda

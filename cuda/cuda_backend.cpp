@@ -67,6 +67,7 @@ void CudaBackend::init(const std::string& model_path, const CudaBackendOptions& 
   device_name_ = prop.name;
   n_sms_ = prop.multiProcessorCount;
   prepare_gemv_kernels();  // before any capture: it changes kernel attributes
+  prepare_attention_kernels();
 
   max_batch_ = std::clamp(opts.base.max_batch, 1, kGemvMaxSeqs);
   max_prefill_ = std::max(opts.max_prefill_tokens, max_batch_);
