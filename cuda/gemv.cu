@@ -18,9 +18,9 @@ GemvSplitShape gemv_choose_splits(int64_t total_rows, int32_t n_tiles, int32_t n
   return s;
 }
 
-int32_t gemv_row_blocks(const GemvMats& m) {
+int32_t gemv_row_blocks(const GemvMats& m, int32_t rows_per_block) {
   int32_t n = 0;
-  for (int i = 0; i < m.n_mats; ++i) n += (m.n_rows[i] + kGemvRowsPerBlock - 1) / kGemvRowsPerBlock;
+  for (int i = 0; i < m.n_mats; ++i) n += (m.n_rows[i] + rows_per_block - 1) / rows_per_block;
   return n;
 }
 

@@ -30,7 +30,10 @@ namespace chorus::cuda {
 inline constexpr int kGemvMaxSeqs = 32;
 inline constexpr int kGemvMaxMats = 3;
 inline constexpr int kGemvWarps = 4;
-inline constexpr int kGemvRowsPerBlock = 64;  // 4 warps x 16 rows
+// Output unit of the fused epilogues: SwiGLU pairs, sums of squares and the logits' argmax
+// are per 64 rows. A block computes one (4 warps x 16 rows) or two such units (8 warps, for
+// more than 8 activation rows and records up to 256 bytes: GemvShape).
+inline constexpr int kGemvRowsPerBlock = 64;
 inline constexpr int kNormGroup = 64;         // columns per sum-of-squares partial
 // Activations staged in shared memory per launch: one tile of one row takes 640 bytes (4 parts
 // of 64 halves, each padded to 80); a launch stages as many tiles as fit this budget (half of
@@ -92,7 +95,7 @@ struct GemvSplit {
   float* partials = nullptr;  // [n_splits][n_seqs][part_stride] (Partials, or Counters with n_splits > 1)
   int64_t split_stride = 0;   // elements between two splits' partials
   int32_t part_stride = 0;    // elements between two rows' partials
-  int32_t* counters = nullptr;  // Counters: one per block column (gridDim.x), zero between launches
+  int32_t* counters = nullptr;  // Counters: one per block column (gridDim.x <= gemv_row_blocks), zero between launches
 };
 
 struct GemvOutput {
@@ -104,7 +107,7 @@ struct GemvOutput {
   __half* out_h = nullptr;  // SwiGlu: [n_seqs][out_h_stride]
   int32_t out_h_stride = 0;
   int32_t n_ff = 0;             // SwiGlu: outputs per row
-  float* argmax_val = nullptr;  // Logits: [gridDim.x][kGemvMaxSeqs]
+  float* argmax_val = nullptr;  // Logits: [64-row units][kGemvMaxSeqs]
   int32_t* argmax_idx = nullptr;
 };
 
@@ -129,9 +132,10 @@ struct GemvSplitShape {
 };
 GemvSplitShape gemv_choose_splits(int64_t total_rows, int32_t n_tiles, int32_t n_sms);
 
-// Blocks along x of a launch (64-row blocks of every matrix): the size of `counters` and of
-// the argmax arrays.
-int32_t gemv_row_blocks(const GemvMats& m);
+// Blocks along x of a launch of `rows_per_block`-row blocks over every matrix. With the
+// default (64-row units) it is the most any launch uses: the size of `counters` and of the
+// argmax arrays (one argmax entry per 64-row unit).
+int32_t gemv_row_blocks(const GemvMats& m, int32_t rows_per_block = kGemvRowsPerBlock);
 
 // Raises the dynamic shared-memory limit of every GEMV instantiation. Call once per process
 // before the first launch (not inside graph capture).

@@ -1,7 +1,9 @@
 #pragma once
 // The GEMV's output stage (gemv.h): split partials, and for the other output kinds the
-// reduction of the splits (within a thread-block cluster, or in the last block of each 64-row
-// block to finish), followed by the fused operation. Included by gemv_kernel.cuh only.
+// reduction of the splits (within a thread-block cluster, or in the last block of each row
+// block to finish), followed by the fused operation on each 64-row unit of the block.
+// The block's results sit in shared memory as vals[n_seqs][kBlockRows] (64 or 128 rows).
+// Included by gemv_kernel.cuh only.
 #include <cooperative_groups.h>
 
 #include <cfloat>
@@ -13,7 +15,7 @@
 
 namespace chorus::cuda {
 
-// The 64 output rows a block computes: which matrix, where its rows start.
+// The output rows a block computes (one or two 64-row units): which matrix, where they start.
 struct BlockRows {
   const uint8_t* w = nullptr;
   const float* bias = nullptr;
@@ -22,10 +24,10 @@ struct BlockRows {
   int row0 = 0;  // first row of the block within the matrix
 };
 
-__device__ __forceinline__ BlockRows locate_block(const GemvMats& m, int bx) {
+__device__ __forceinline__ BlockRows locate_block(const GemvMats& m, int bx, int block_rows) {
   int mat = 0, rb = bx;
-  const int b0 = (m.n_rows[0] + kGemvRowsPerBlock - 1) / kGemvRowsPerBlock;
-  const int b1 = (m.n_rows[1] + kGemvRowsPerBlock - 1) / kGemvRowsPerBlock;
+  const int b0 = (m.n_rows[0] + block_rows - 1) / block_rows;
+  const int b1 = (m.n_rows[1] + block_rows - 1) / block_rows;
   if (m.n_mats > 1 && rb >= b0) {
     rb -= b0;
     mat = 1;
@@ -37,7 +39,7 @@ __device__ __forceinline__ BlockRows locate_block(const GemvMats& m, int bx) {
   r.bias = mat == 0 ? m.bias[0] : (mat == 1 ? m.bias[1] : m.bias[2]);
   r.n_rows = mat == 0 ? m.n_rows[0] : (mat == 1 ? m.n_rows[1] : m.n_rows[2]);
   r.col_begin = mat == 0 ? m.col_begin[0] : (mat == 1 ? m.col_begin[1] : m.col_begin[2]);
-  r.row0 = rb * kGemvRowsPerBlock;
+  r.row0 = rb * block_rows;
   return r;
 }
 
@@ -58,9 +60,10 @@ __device__ __forceinline__ void for_each_acc(const BlockRows& br, int n_seqs, in
   }
 }
 
-// x += v for the block's 64 columns, then the sum of squares of the new values of these
+// One 64-row unit of the block (`br` starts at it, its values at vals[n * vals_stride + r]).
+// x += v for the unit's 64 columns, then the sum of squares of the new values of these
 // columns (one 64-column group) in a fixed tree: lanes hold columns (lane, lane + 32).
-__device__ inline void epilogue_residual(const GemvParams& p, const BlockRows& br, float* vals) {
+__device__ inline void epilogue_residual(const GemvParams& p, const BlockRows& br, float* vals, int vals_stride) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   constexpr int kBatch = 4;
   const int total = p.n_seqs * kGemvRowsPerBlock;
@@ -80,49 +83,51 @@ __device__ inline void epilogue_residual(const GemvParams& p, const BlockRows& b
     for (int j = 0; j < kBatch; ++j) {
       const int e = e0 + j * blockDim.x;
       if (e >= total) continue;
+      float* val = vals + e / kGemvRowsPerBlock * vals_stride + e % kGemvRowsPerBlock;
       float sq = 0.0f;
       if (x[j]) {
-        const float v = old[j] + vals[e];
+        const float v = old[j] + *val;
         *x[j] = v;
         sq = v * v;
       }
-      vals[e] = sq;
+      *val = sq;
     }
   }
   __syncthreads();
   const int group = (br.col_begin + br.row0) / kNormGroup;
-  for (int n = warp; n < p.n_seqs; n += kGemvWarps) {
-    const float s = warp_sum(vals[n * kGemvRowsPerBlock + lane] + vals[n * kGemvRowsPerBlock + 32 + lane]);
+  for (int n = warp; n < p.n_seqs; n += blockDim.x >> 5) {
+    const float s = warp_sum(vals[n * vals_stride + lane] + vals[n * vals_stride + 32 + lane]);
     if (lane == 0) p.out.ss[static_cast<int64_t>(n) * p.out.ss_stride + group] = s;
   }
 }
 
-// The block's 64 rows hold gate and up of the 32 FFN features from row0 / 2 on
+// A 64-row unit holds gate and up of the 32 FFN features from row0 / 2 on
 // (gate_up_column, weight_repack.h).
-__device__ inline void epilogue_swiglu(const GemvParams& p, const BlockRows& br, const float* vals) {
+__device__ inline void epilogue_swiglu(const GemvParams& p, const BlockRows& br, const float* vals, int vals_stride) {
   for (int e = threadIdx.x; e < p.n_seqs * 32; e += blockDim.x) {
     const int n = e >> 5, f = br.row0 / 2 + (e & 31);
     if (f >= p.out.n_ff) continue;
     const int gate_row = static_cast<int>(gate_up_column(f)) - br.row0;
-    const float gate = vals[n * kGemvRowsPerBlock + gate_row];
-    const float up = vals[n * kGemvRowsPerBlock + gate_row + 16];
+    const float gate = vals[n * vals_stride + gate_row];
+    const float up = vals[n * vals_stride + gate_row + 16];
     p.out.out_h[static_cast<int64_t>(n) * p.out.out_h_stride + f] = __float2half_rn(gate / (1.0f + expf(-gate)) * up);
   }
 }
 
-// Logits out, and per sequence the block's best (value, lowest row) for the greedy sampler.
-__device__ inline void epilogue_logits(const GemvParams& p, const BlockRows& br, const float* vals) {
+// Logits out for a 64-row unit, and per sequence its best (value, lowest row) for the greedy
+// sampler in argmax entry row0 / 64 (one matrix: launch_gemv checks).
+__device__ inline void epilogue_logits(const GemvParams& p, const BlockRows& br, const float* vals, int vals_stride) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   for (int e = threadIdx.x; e < p.n_seqs * kGemvRowsPerBlock; e += blockDim.x) {
-    const int n = e / kGemvRowsPerBlock, row = br.row0 + e % kGemvRowsPerBlock;
-    if (row < br.n_rows) p.out.out[static_cast<int64_t>(n) * p.out.out_stride + row] = vals[e];
+    const int n = e / kGemvRowsPerBlock, r = e % kGemvRowsPerBlock, row = br.row0 + r;
+    if (row < br.n_rows) p.out.out[static_cast<int64_t>(n) * p.out.out_stride + row] = vals[n * vals_stride + r];
   }
-  for (int n = warp; n < p.n_seqs; n += kGemvWarps) {
+  for (int n = warp; n < p.n_seqs; n += blockDim.x >> 5) {
     float bv = -FLT_MAX;
     int bi = INT_MAX;
     for (int r = lane; r < kGemvRowsPerBlock; r += 32) {
       const int row = br.row0 + r;
-      const float v = vals[n * kGemvRowsPerBlock + r];
+      const float v = vals[n * vals_stride + r];
       if (row < br.n_rows && (bi == INT_MAX || v > bv)) { bv = v; bi = row; }
     }
 #pragma unroll
@@ -132,17 +137,19 @@ __device__ inline void epilogue_logits(const GemvParams& p, const BlockRows& br,
       if (ov > bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
     }
     if (lane == 0) {
-      p.out.argmax_val[blockIdx.x * kGemvMaxSeqs + n] = bv;
-      p.out.argmax_idx[blockIdx.x * kGemvMaxSeqs + n] = bi;
+      const int unit = br.row0 / kGemvRowsPerBlock;
+      p.out.argmax_val[unit * kGemvMaxSeqs + n] = bv;
+      p.out.argmax_idx[unit * kGemvMaxSeqs + n] = bi;
     }
   }
 }
 
-// Sum of the block's split partials in split order into vals [n_seqs][64]; false when another
+// Sum of the block's split partials in split order into vals [n_seqs][block_rows]; false when another
 // block of this row block is still running (that block, the last to finish, does the rest).
 // A thread loads all splits of 4 elements before adding any: one memory latency per round.
 inline constexpr int kGemvMaxSplits = 16;
-__device__ inline bool gather_splits(const GemvParams& p, const BlockRows& br, float* vals, int& last_s) {
+__device__ inline bool gather_splits(const GemvParams& p, const BlockRows& br, int block_rows, float* vals,
+                                     int& last_s) {
   __threadfence();  // this block's partials before its arrival
   __syncthreads();
   if (threadIdx.x == 0) last_s = atomicAdd(&p.split.counters[blockIdx.x], 1) == p.split.n_splits - 1;
@@ -150,13 +157,13 @@ __device__ inline bool gather_splits(const GemvParams& p, const BlockRows& br, f
   if (!last_s) return false;
   __threadfence();
   constexpr int kBatch = 4;
-  const int total = p.n_seqs * kGemvRowsPerBlock;
+  const int total = p.n_seqs * block_rows;
   for (int e0 = threadIdx.x; e0 < total; e0 += kBatch * blockDim.x) {
     float part[kBatch][kGemvMaxSplits];
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
       const int e = e0 + j * blockDim.x;
-      const int n = e / kGemvRowsPerBlock, r = e % kGemvRowsPerBlock;
+      const int n = e / block_rows, r = e % block_rows;
       const bool valid = e < total && br.row0 + r < br.n_rows;
       const float* src = p.split.partials + static_cast<int64_t>(n) * p.split.part_stride + br.col_begin + br.row0 + r;
 #pragma unroll
@@ -182,12 +189,12 @@ __device__ inline bool gather_splits(const GemvParams& p, const BlockRows& br, f
 // The same sums inside a thread-block cluster of the row block's n_splits blocks: each block
 // leaves its accumulators in its own shared memory, the rank-0 block (split 0) adds all of them
 // in split order through distributed shared memory. True in that block, which goes on.
-template <int kNT>
+template <int kNT, int kRows>
 __device__ inline bool cluster_splits(const GemvParams& p, const BlockRows& br, const float (&acc)[kNT][4],
                                       float* vals) {
   namespace cg = cooperative_groups;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc, [&](int n, int r, float v) { vals[n * kGemvRowsPerBlock + r] = v; });
+  for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc, [&](int n, int r, float v) { vals[n * kRows + r] = v; });
   cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();  // every split's accumulators are in place
   const bool lead = cluster.block_rank() == 0;
@@ -195,7 +202,7 @@ __device__ inline bool cluster_splits(const GemvParams& p, const BlockRows& br, 
     const float* src[kGemvMaxClusterSplits];
 #pragma unroll
     for (int k = 0; k < kGemvMaxClusterSplits; ++k) src[k] = cluster.map_shared_rank(vals, k < p.split.n_splits ? k : 0);
-    for (int e = threadIdx.x; e < p.n_seqs * kGemvRowsPerBlock; e += blockDim.x) {
+    for (int e = threadIdx.x; e < p.n_seqs * kRows; e += blockDim.x) {
       float part[kGemvMaxClusterSplits];
 #pragma unroll
       for (int k = 0; k < kGemvMaxClusterSplits; ++k) part[k] = k < p.split.n_splits ? src[k][e] : 0.0f;
@@ -211,9 +218,10 @@ __device__ inline bool cluster_splits(const GemvParams& p, const BlockRows& br, 
   return lead;
 }
 
-template <int kNT>
-__device__ inline void gemv_epilogue(const GemvParams& p, const BlockRows& br, const float (&acc)[kNT][4], float* vals,
-                              int& last_s) {
+// kRows: the block's rows (warps x 16), one or two 64-row units.
+template <int kNT, int kRows>
+__device__ inline void gemv_epilogue(const GemvParams& p, const BlockRows& br, const float (&acc)[kNT][4],
+                                     float* vals, int& last_s) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const bool clustered = p.split.reduce == GemvReduce::Cluster;
   if (p.out.kind == GemvOut::Partials || (p.split.n_splits > 1 && !clustered)) {
@@ -224,27 +232,35 @@ __device__ inline void gemv_epilogue(const GemvParams& p, const BlockRows& br, c
   }
   __syncthreads();  // the x staging area becomes vals
   if (clustered) {
-    if (!cluster_splits<kNT>(p, br, acc, vals)) return;
+    if (!cluster_splits<kNT, kRows>(p, br, acc, vals)) return;
   } else if (p.split.n_splits > 1) {
-    if (!gather_splits(p, br, vals, last_s)) return;
+    if (!gather_splits(p, br, kRows, vals, last_s)) return;
   } else {
-    for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc,
-                      [&](int n, int r, float v) { vals[n * kGemvRowsPerBlock + r] = v; });
+    for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc, [&](int n, int r, float v) { vals[n * kRows + r] = v; });
   }
   __syncthreads();
-  switch (p.out.kind) {
-    case GemvOut::Sum:
-      for (int e = threadIdx.x; e < p.n_seqs * kGemvRowsPerBlock; e += blockDim.x) {
-        const int n = e / kGemvRowsPerBlock, row = br.row0 + e % kGemvRowsPerBlock;
-        if (row >= br.n_rows) continue;
-        const float b = br.bias ? br.bias[row] : 0.0f;
-        p.out.out[static_cast<int64_t>(n) * p.out.out_stride + br.col_begin + row] = vals[e] + b;
-      }
-      break;
-    case GemvOut::Residual: epilogue_residual(p, br, vals); break;
-    case GemvOut::SwiGlu: epilogue_swiglu(p, br, vals); break;
-    case GemvOut::Logits: epilogue_logits(p, br, vals); break;
-    case GemvOut::Partials: break;
+  if (p.out.kind == GemvOut::Sum) {
+    for (int e = threadIdx.x; e < p.n_seqs * kRows; e += blockDim.x) {
+      const int n = e / kRows, row = br.row0 + e % kRows;
+      if (row >= br.n_rows) continue;
+      const float b = br.bias ? br.bias[row] : 0.0f;
+      p.out.out[static_cast<int64_t>(n) * p.out.out_stride + br.col_begin + row] = vals[e] + b;
+    }
+    return;
+  }
+  // The fused outputs work on 64-row units (a block-uniform loop: the residual's has barriers).
+#pragma unroll 1
+  for (int u = 0; u < kRows / kGemvRowsPerBlock; ++u) {
+    BlockRows unit = br;
+    unit.row0 = br.row0 + u * kGemvRowsPerBlock;
+    if (unit.row0 >= br.n_rows) break;
+    float* uv = vals + u * kGemvRowsPerBlock;
+    switch (p.out.kind) {
+      case GemvOut::Residual: epilogue_residual(p, unit, uv, kRows); break;
+      case GemvOut::SwiGlu: epilogue_swiglu(p, unit, uv, kRows); break;
+      case GemvOut::Logits: epilogue_logits(p, unit, uv, kRows); break;
+      default: break;
+    }
   }
 }
 

@@ -2,9 +2,9 @@
 // The batched GEMV kernel template (see gemv.h). Included by one .cu per type family so that
 // nvcc's work is spread over several translation units.
 //
-// A block is 4 warps; warp w owns the 16 rows [row0 + 16w, +16) of one matrix over one split
-// of K. Each warp runs its own weight pipeline: lane 0 bulk-copies the warp's 16 records of a
-// tile (one contiguous run in the repacked layout) into a stage and the warp waits on that
+// A block is 4 or 8 warps (GemvShape); warp w owns the 16 rows [row0 + 16w, +16) of one matrix
+// over one split of K. Each warp runs its own weight pipeline: lane 0 bulk-copies the warp's 16
+// records of a tile (one contiguous run in the repacked layout) into a stage and the warp waits on that
 // stage's mbarrier, so warps never wait for each other inside the loop. The first stages are
 // requested before pdl_wait(): weights are constant, so they stream in while the previous
 // kernel drains. Activations are staged once per chunk of tiles for the whole block: f16 rows
@@ -29,15 +29,24 @@ template <TensorType kType, int kNT>
 struct GemvShape {
   static constexpr int kRec = record_bytes_of(kType);
   static constexpr int kWarpTile = kRowGroup * kRec;
+  // 8 warps (128-row blocks) for more than 8 activation rows: a tile's activations (640 bytes a
+  // row) then outweigh a 64-row block's weights, so twice the rows share each staged chunk, and
+  // a multiprocessor holds 16 warps instead of 12 to hide the latencies of the products.
+  // (Measured alternative: 4 warps of two row groups each, the same chunk sharing with 8 warps
+  // per multiprocessor: no faster than 64-row blocks; perf-notes v8.) Records wider than 256
+  // bytes (Q8_0, F16, F32) keep 4 warps so that their stages fit.
+  static constexpr int kWarps = kNT > 1 && kWarpTile <= 4096 ? 2 * kGemvWarps : kGemvWarps;
+  static constexpr int kBlockRows = kWarps * kRowGroup;
   // One row tile (M <= 8): Q4_K (2304 B) 4 stages, Q6_K (3584 B) and up 3, so 4 blocks fit a
   // multiprocessor. More rows: a tile takes kNT times the math, so fewer stages cover the
-  // memory latency, and the two activation buffers (20 KB each at M = 32) plus ~7 KB of
-  // stages per warp keep 3 blocks per multiprocessor.
+  // memory latency; the block's stages stay <= 18 KB (Q4_K 3 stages, Q6_K 2) so that with the
+  // two activation buffers (20 KB each at M = 32) two blocks fit.
   static constexpr int kStages = kNT == 1 ? (kWarpTile <= 3072 ? 4 : (kWarpTile <= 8192 ? 3 : 2))
-                                          : (kWarpTile <= 2304 ? 3 : 2);
-  static constexpr int kBarBytes = 128;  // kGemvWarps x kStages mbarriers, padded
-  static constexpr int kWBytes = kGemvWarps * kStages * kWarpTile;
-  static_assert(kGemvWarps * kStages * 8 <= kBarBytes && kWarpTile % 16 == 0, "pipeline layout");
+                                          : (kWarps * kWarpTile <= 18432 ? 3 : 2);
+  static constexpr int kBarBytes = (kWarps * kStages * 8 + 127) / 128 * 128;  // mbarriers, padded
+  static constexpr int kWBytes = kWarps * kStages * kWarpTile;
+  static constexpr int kMinBlocks = kWarps > kGemvWarps ? 2 : 1;  // 8 warps: <= 128 registers
+  static_assert(kWarpTile % 16 == 0, "pipeline layout");
 };
 
 // Shared-memory activations: row n (one sequence) holds the chunk's tiles, each as 4 parts of
@@ -129,7 +138,7 @@ __device__ inline void stage_x_async(const GemvParams& p, __half* xs, int tile0,
 // 1 / rms of each row from the producer's per-64-column sums of squares (a warp per row).
 __device__ inline void load_rstd(const GemvParams& p, float* rstd) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  for (int n = warp; n < p.n_seqs; n += kGemvWarps) {
+  for (int n = warp; n < p.n_seqs; n += blockDim.x >> 5) {
     const float r = row_rstd_from_ss(p.in.ss + static_cast<int64_t>(n) * p.in.ss_stride, p.mats.k_elems, p.in.eps, lane);
     if (lane == 0) rstd[n] = r;
   }
@@ -173,14 +182,15 @@ __device__ __forceinline__ void issue_tile(uint64_t* bars, uint8_t* stages, cons
 }
 
 template <TensorType kType, int kNT>
-__global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvParams p) {
+__global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<kType, kNT>::kMinBlocks)
+    gemv_kernel(const GemvParams p) {
   using S = GemvShape<kType, kNT>;
   extern __shared__ __align__(128) uint8_t smem[];  // [barriers | warps' weight stages | x chunk / vals]
   __shared__ float rstd_s[kGemvMaxSeqs];
   __shared__ int last_s;
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const BlockRows br = locate_block(p.mats, blockIdx.x);
+  const BlockRows br = locate_block(p.mats, blockIdx.x, S::kBlockRows);
   const int tile_begin = blockIdx.y * p.split.tiles_per_split;
   const int n_my = max(0, min(p.mats.n_tiles, tile_begin + p.split.tiles_per_split) - tile_begin);
   const int warp_row0 = br.row0 + warp * kRowGroup;
@@ -235,16 +245,16 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvParams 
       if (lane == 0 && i + S::kStages < n_my) issue_tile<kType, kNT>(bars, stages, w_src, i + S::kStages);
     }
   }
-  gemv_epilogue<kNT>(p, br, acc, reinterpret_cast<float*>(xs), last_s);
+  gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s);
 }
 
 namespace detail {
 
 // Bytes of the x chunk / epilogue area for this launch.
-inline size_t gemv_x_region_bytes(const GemvParams& p) {
+inline size_t gemv_x_region_bytes(const GemvParams& p, int block_rows) {
   const size_t n_bufs = gemv_x_async(p.in) ? 2 : 1;
   const size_t x = n_bufs * p.n_seqs * x_row_halves(p.x_chunk_tiles) * 2;
-  const size_t vals = static_cast<size_t>(p.n_seqs) * kGemvRowsPerBlock * 4;
+  const size_t vals = static_cast<size_t>(p.n_seqs) * block_rows * 4;
   return (std::max(x, vals) + 15) / 16 * 16;
 }
 
@@ -266,11 +276,11 @@ void launch_nt(const GemvParams& p, cudaStream_t stream) {
     throw CudaError("gemv: record of " + std::to_string(p.mats.record_bytes) + " bytes, kernel expects " +
                     std::to_string(S::kRec));
   }
-  const size_t smem = S::kBarBytes + S::kWBytes + gemv_x_region_bytes(p);
+  const size_t smem = S::kBarBytes + S::kWBytes + gemv_x_region_bytes(p, S::kBlockRows);
   if (smem > static_cast<size_t>(kGemvMaxSmem)) throw CudaError("gemv: " + std::to_string(smem) + " bytes of shared memory");
   const unsigned cluster_y = p.split.reduce == GemvReduce::Cluster ? static_cast<unsigned>(p.split.n_splits) : 1u;
-  launch_pdl_clustered(gemv_kernel<kType, kNT>, dim3(gemv_row_blocks(p.mats), p.split.n_splits),
-                       dim3(kGemvWarps * 32), smem, dim3(1, cluster_y, 1), stream, p);
+  launch_pdl_clustered(gemv_kernel<kType, kNT>, dim3(gemv_row_blocks(p.mats, S::kBlockRows), p.split.n_splits),
+                       dim3(S::kWarps * 32), smem, dim3(1, cluster_y, 1), stream, p);
 }
 
 template <TensorType kType>
