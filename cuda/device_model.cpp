@@ -18,8 +18,9 @@ int64_t matrix_bytes(const TensorView& t) {
 }
 
 // Repacks the GGUF rows `rows` (one per output row, null = zero) and uploads them, a slab of
-// row groups at a time so the host staging stays small.
-DeviceMatrix upload_rows(TensorType type, int64_t n_cols, const std::vector<const uint8_t*>& rows) {
+// row groups at a time so the host staging stays small; the repacking of a slab is spread over
+// `pool` when there is one (it, not the copy, is what a load waits for).
+DeviceMatrix upload_rows(TensorType type, int64_t n_cols, const std::vector<const uint8_t*>& rows, ThreadPool* pool) {
   DeviceMatrix m;
   m.type = type;
   m.n_rows = static_cast<int64_t>(rows.size());
@@ -33,7 +34,11 @@ DeviceMatrix upload_rows(TensorType type, int64_t n_cols, const std::vector<cons
   std::vector<uint8_t> slab(static_cast<size_t>(std::min(groups_per_slab, shape.n_groups()) * group_bytes));
   for (int64_t g = 0; g < shape.n_groups(); g += groups_per_slab) {
     const int64_t g_end = std::min(shape.n_groups(), g + groups_per_slab);
-    repack_groups(type, n_cols, rows, g, g_end, slab.data());
+    if (pool != nullptr) {
+      repack_groups(*pool, type, n_cols, rows, g, g_end, slab.data());
+    } else {
+      repack_groups(type, n_cols, rows, g, g_end, slab.data());
+    }
     CHORUS_CUDA_CHECK(cudaMemcpy(m.data.get() + g * group_bytes, slab.data(),
                                  static_cast<size_t>((g_end - g) * group_bytes), cudaMemcpyHostToDevice));
   }
@@ -62,12 +67,12 @@ DeviceBuffer<float> upload_vector(const TensorView& t) {
 
 }  // namespace
 
-DeviceMatrix upload_matrix(const TensorView& t) {
+DeviceMatrix upload_matrix(const TensorView& t, ThreadPool* pool) {
   matrix_bytes(t);  // throws for a type without a kernel
-  return upload_rows(t.type, t.ne0, row_pointers(t, t.ne1));
+  return upload_rows(t.type, t.ne0, row_pointers(t, t.ne1), pool);
 }
 
-DeviceMatrix upload_gate_up(const TensorView& gate, const TensorView& up) {
+DeviceMatrix upload_gate_up(const TensorView& gate, const TensorView& up, ThreadPool* pool) {
   if (!same_shape_and_type(gate, up)) throw CudaError("gate and up of different shapes or types cannot be fused");
   matrix_bytes(gate);
   const int64_t n_ff = gate.ne1, n_groups = (n_ff + kRowGroup - 1) / kRowGroup;
@@ -77,7 +82,7 @@ DeviceMatrix upload_gate_up(const TensorView& gate, const TensorView& up) {
     rows[static_cast<size_t>(gate_up_column(i))] = g[static_cast<size_t>(i)];
     rows[static_cast<size_t>(gate_up_column(i) + kRowGroup)] = u[static_cast<size_t>(i)];
   }
-  return upload_rows(gate.type, gate.ne0, rows);
+  return upload_rows(gate.type, gate.ne0, rows, pool);
 }
 
 int64_t device_model_bytes(const ModelWeights& w) {
@@ -93,10 +98,11 @@ int64_t device_model_bytes(const ModelWeights& w) {
 }
 
 DeviceModel upload_model(const ModelConfig& config, const ModelWeights& w) {
+  ThreadPool pool(0);  // for the repacking; gone when the upload is done
   DeviceModel m;
-  m.token_embd = upload_matrix(w.token_embd);
+  m.token_embd = upload_matrix(w.token_embd, &pool);
   m.output_is_embd = w.output.data == w.token_embd.data;
-  if (!m.output_is_embd) m.output = upload_matrix(w.output);
+  if (!m.output_is_embd) m.output = upload_matrix(w.output, &pool);
   m.output_norm = upload_vector(w.output_norm);
   m.layers.resize(w.layers.size());
   for (size_t i = 0; i < w.layers.size(); ++i) {
@@ -107,17 +113,17 @@ DeviceModel upload_model(const ModelConfig& config, const ModelWeights& w) {
     d.bq = upload_vector(s.bq);
     d.bk = upload_vector(s.bk);
     d.bv = upload_vector(s.bv);
-    d.wq = upload_matrix(s.wq);
-    d.wk = upload_matrix(s.wk);
-    d.wv = upload_matrix(s.wv);
-    d.wo = upload_matrix(s.wo);
+    d.wq = upload_matrix(s.wq, &pool);
+    d.wk = upload_matrix(s.wk, &pool);
+    d.wv = upload_matrix(s.wv, &pool);
+    d.wo = upload_matrix(s.wo, &pool);
     if (same_shape_and_type(s.w_gate, s.w_up)) {
-      d.w_gate_up = upload_gate_up(s.w_gate, s.w_up);
+      d.w_gate_up = upload_gate_up(s.w_gate, s.w_up, &pool);
     } else {
-      d.w_gate = upload_matrix(s.w_gate);
-      d.w_up = upload_matrix(s.w_up);
+      d.w_gate = upload_matrix(s.w_gate, &pool);
+      d.w_up = upload_matrix(s.w_up, &pool);
     }
-    d.w_down = upload_matrix(s.w_down);
+    d.w_down = upload_matrix(s.w_down, &pool);
   }
   (void)config;
   m.bytes = device_model_bytes(w);

@@ -51,12 +51,12 @@ int64_t device_model_bytes(const ModelWeights& w);
 // Uploads every tensor (throws CudaError, e.g. on out-of-memory).
 DeviceModel upload_model(const ModelConfig& config, const ModelWeights& w);
 
-// A single matrix (tests and tools).
-DeviceMatrix upload_matrix(const TensorView& t);
+// A single matrix (tests and tools); `pool`, when given, repacks it on several threads.
+DeviceMatrix upload_matrix(const TensorView& t, ThreadPool* pool = nullptr);
 
 // Gate and up interleaved by 16-row groups as DeviceLayer::w_gate_up describes (same type and
 // shape required).
-DeviceMatrix upload_gate_up(const TensorView& gate, const TensorView& up);
+DeviceMatrix upload_gate_up(const TensorView& gate, const TensorView& up, ThreadPool* pool = nullptr);
 
 
 }  // namespace chorus::cuda

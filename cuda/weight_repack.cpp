@@ -1,5 +1,6 @@
 #include "cuda/weight_repack.h"
 
+#include <array>
 #include <cassert>
 #include <cstring>
 
@@ -71,30 +72,46 @@ void repack_q4k_row(const uint8_t* row, int64_t n_tiles, uint8_t* dst) {
   }
 }
 
-// The 6-bit quant (0..63, before the -32 offset) of element e of a ggml Q6_K block.
-int q6k_quant(const BlockQ6_K& b, int e) {
-  const int n = e / 128, r = e % 128, grp = r / 32, l = r % 32;
-  const uint8_t ql = b.ql[64 * n + 32 * (grp & 1) + l];
-  const int lo = (grp < 2) ? (ql & 0xF) : (ql >> 4);
-  const int hi = (b.qh[32 * n + l] >> (2 * grp)) & 3;
-  return lo | (hi << 4);
+// Where each element of a tile lands in a Q6_K record: the byte and shift of its low nibble
+// and of its high bit pair. The positions are multiples of 4 and 2 bits, so neither crosses a
+// byte and an element costs two ORs (bit by bit, an 8B model's Q6_K took a minute to load).
+struct Q6kPlace {
+  uint8_t lo_byte, lo_shift, hi_byte, hi_shift;
+};
+const std::array<Q6kPlace, 256>& q6k_places() {
+  static const std::array<Q6kPlace, 256> places = [] {
+    std::array<Q6kPlace, 256> p{};
+    for (int e = 0; e < 256; ++e) {
+      const int lo = q6k_nibble_bit(e), hi = q6k_high_bit(e);
+      p[static_cast<size_t>(e)] = Q6kPlace{static_cast<uint8_t>(lo / 8), static_cast<uint8_t>(lo % 8),
+                                           static_cast<uint8_t>(hi / 8), static_cast<uint8_t>(hi % 8)};
+    }
+    return p;
+  }();
+  return places;
 }
 
-void set_bits(uint8_t* rec, int bit, int n_bits, int value) {
-  for (int i = 0; i < n_bits; ++i) {
-    if ((value >> i) & 1) rec[(bit + i) / 8] |= static_cast<uint8_t>(1u << ((bit + i) % 8));
-  }
-}
-
+// ggml keeps element e = 128n + 32grp + l of a Q6_K block as: low nibble in
+// ql[64n + 32(grp & 1) + l] (low half for grp < 2, high half above), high bits at bit 2grp of
+// qh[32n + l]; the 6-bit quant is 0..63 before the -32 offset.
 void repack_q6k_row(const uint8_t* row, int64_t n_tiles, uint8_t* dst) {
   const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(row);
+  const std::array<Q6kPlace, 256>& places = q6k_places();
   for (int64_t t = 0; t < n_tiles; ++t) {
     uint8_t* rec = dst + t * 224;
     std::memset(rec, 0, 224);
-    for (int e = 0; e < 256; ++e) {
-      const int q = q6k_quant(b[t], e);
-      set_bits(rec, q6k_nibble_bit(e), 4, q & 0xF);
-      set_bits(rec, q6k_high_bit(e), 2, q >> 4);
+    for (int n = 0; n < 2; ++n) {
+      for (int grp = 0; grp < 4; ++grp) {
+        for (int l = 0; l < 32; ++l) {
+          const int e = 128 * n + 32 * grp + l;
+          const uint8_t ql = b[t].ql[64 * n + 32 * (grp & 1) + l];
+          const int lo = grp < 2 ? (ql & 0xF) : (ql >> 4);
+          const int hi = (b[t].qh[32 * n + l] >> (2 * grp)) & 3;
+          const Q6kPlace& p = places[static_cast<size_t>(e)];
+          rec[p.lo_byte] |= static_cast<uint8_t>(lo << p.lo_shift);
+          rec[p.hi_byte] |= static_cast<uint8_t>(hi << p.hi_shift);
+        }
+      }
     }
     std::memcpy(rec + 192, b[t].scales, 16);
     std::memcpy(rec + 208, &b[t].d, 2);
@@ -138,6 +155,14 @@ void repack_groups(TensorType type, int64_t n_cols, const std::vector<const uint
       std::memcpy(dst + off, one.data() + t * rec, static_cast<size_t>(rec));
     }
   }
+}
+
+void repack_groups(ThreadPool& pool, TensorType type, int64_t n_cols, const std::vector<const uint8_t*>& rows,
+                   int64_t group_begin, int64_t group_end, uint8_t* dst) {
+  const int64_t group_bytes = int64_t{kRowGroup} * ((n_cols + kTileElems - 1) / kTileElems) * *tile_record_bytes(type);
+  pool.parallel_for(group_end - group_begin, 8, [&](int64_t b, int64_t e) {
+    repack_groups(type, n_cols, rows, group_begin + b, group_begin + e, dst + b * group_bytes);
+  });
 }
 
 }  // namespace chorus::cuda

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "engine/quant/tensor_type.h"
+#include "engine/util/thread_pool.h"
 
 // record_offset is shared by the host repacker and the kernels.
 #if defined(__CUDACC__)
@@ -88,6 +89,11 @@ CHORUS_HOST_DEVICE inline int64_t record_offset(int64_t row, int64_t tile, int64
 // `dst` holds (group_end - group_begin) groups.
 void repack_groups(TensorType type, int64_t n_cols, const std::vector<const uint8_t*>& rows, int64_t group_begin,
                    int64_t group_end, uint8_t* dst);
+
+// The same with the groups spread over `pool`'s threads; every group is written by one thread,
+// so the bytes do not depend on the partition.
+void repack_groups(ThreadPool& pool, TensorType type, int64_t n_cols, const std::vector<const uint8_t*>& rows,
+                   int64_t group_begin, int64_t group_end, uint8_t* dst);
 
 // Q6_K record: where element e (0..255) of a tile keeps its low nibble and its high two bits
 // (bit offsets from the record start), as the repacker writes them; PartQ6K (quant_tile.cuh)

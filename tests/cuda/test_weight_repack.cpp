@@ -118,6 +118,27 @@ TEST(WeightRepack, KQuantRecordsDecodeLikeGgml) {
   }
 }
 
+TEST(WeightRepack, ThreadedRepackGivesTheSameBytes) {
+  // The loader repacks on a thread pool; a slab's groups may be split anywhere.
+  std::mt19937 rng(9);
+  ThreadPool pool(3);
+  for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q4_0, TensorType::F16}) {
+    const bool k_quant = type == TensorType::Q4_K || type == TensorType::Q6_K;
+    const int64_t k = k_quant ? 512 : 320, n = 300;  // 19 groups, the last one partial
+    const auto raw = test::random_tensor(type, k, n, rng);
+    const auto serial = repack(type, raw, k, n);
+    const size_t row_bytes = row_size_bytes(type, k);
+    std::vector<const uint8_t*> rows(static_cast<size_t>(n));
+    for (int64_t r = 0; r < n; ++r) rows[static_cast<size_t>(r)] = raw.data() + r * row_bytes;
+    const RepackedShape shape{n, k, (k + kTileElems - 1) / kTileElems, *tile_record_bytes(type)};
+    const int64_t group_bytes = int64_t{kRowGroup} * shape.n_tiles * shape.record_bytes;
+    std::vector<uint8_t> threaded(shape.size_bytes(), 0xCD);
+    repack_groups(pool, type, k, rows, 0, 7, threaded.data());  // two slabs, as the loader does
+    repack_groups(pool, type, k, rows, 7, shape.n_groups(), threaded.data() + 7 * group_bytes);
+    EXPECT_EQ(threaded, serial) << tensor_type_name(static_cast<uint32_t>(type));
+  }
+}
+
 TEST(WeightRepack, GroupsKeepEachWarpTileContiguous) {
   // record_offset: the 16 records of (group, tile) are one run; tiles of a group follow.
   const int rec = 144;
