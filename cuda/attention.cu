@@ -44,11 +44,7 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
   const AttentionVariant v = attention_variant(p, "attention");
   const dim3 grid(p.grid_chunks, p.n_kv_heads, p.n_rows);
   using Kernel = void (*)(AttentionParams);
-  const Kernel kernels[4][3] = {
-      {attention_chunk_kernel<1, 1>, attention_chunk_kernel<1, 2>, attention_chunk_kernel<1, 4>},
-      {attention_chunk_kernel<2, 1>, attention_chunk_kernel<2, 2>, attention_chunk_kernel<2, 4>},
-      {attention_chunk_kernel<4, 1>, attention_chunk_kernel<4, 2>, attention_chunk_kernel<4, 4>},
-      {attention_chunk_kernel<8, 1>, attention_chunk_kernel<8, 2>, attention_chunk_kernel<8, 4>}};
+  const Kernel kernels[4][3] = CHORUS_ATTENTION_VARIANTS(attention_chunk_kernel);
   launch_pdl(kernels[v.group_index][v.pairs_index], grid, dim3(kAttnThreads), 0, stream, p);
   launch_pdl(attention_combine_kernel, dim3(p.n_heads, p.n_rows), dim3(128), 0, stream, p);
 }

@@ -25,17 +25,18 @@ struct ChunkSmem {
   float red[kAttnWarps][kG][kP * 64];  // per-warp P.V partials
 };
 
-// Element offset in the cache of each of the chunk's n_pos K/V rows, resolved once (keeps the
-// table lookup out of the loops of attend_chunk, whose loads are then independent). Needs a
-// __syncthreads() before row_off is read.
+// Element offset in the K (and V) cache of row `row`'s position `pos` for kv head kvh.
+__device__ __forceinline__ int64_t cache_row(const AttentionParams& p, int row, int kvh, int pos) {
+  const int block = p.block_tables[static_cast<int64_t>(row) * p.max_blocks + pos / p.block_tokens];
+  return ((static_cast<int64_t>(block) * p.n_kv_heads + kvh) * p.block_tokens + pos % p.block_tokens) * p.head_dim;
+}
+
+// The offsets of the chunk's n_pos K/V rows, resolved once (keeps the table lookup out of the
+// loops of attend_chunk, whose loads are then independent). Needs a __syncthreads() before
+// row_off is read.
 __device__ __forceinline__ void resolve_rows(const AttentionParams& p, int64_t* row_off, int chunk, int kvh, int row,
                                              int n_pos) {
-  const int32_t* table = p.block_tables + static_cast<int64_t>(row) * p.max_blocks;
-  for (int i = threadIdx.x; i < n_pos; i += kAttnThreads) {
-    const int pos = chunk * kAttnChunkTokens + i;
-    row_off[i] = ((static_cast<int64_t>(table[pos / p.block_tokens]) * p.n_kv_heads + kvh) * p.block_tokens +
-                  pos % p.block_tokens) * p.head_dim;
-  }
+  for (int i = threadIdx.x; i < n_pos; i += kAttnThreads) row_off[i] = cache_row(p, row, kvh, chunk * kAttnChunkTokens + i);
 }
 
 // Where attend_chunk reads position i's K and V rows: in the cache (offsets from resolve_rows)...
@@ -210,8 +211,8 @@ __device__ __forceinline__ float combine_chunks(const AttentionParams& p, int ro
 }
 
 // The chunk-kernel instantiation for p's shape: [group index][head-dim pairs index] of the
-// <kG, kP> tables in attention.cu and attention_decode.cu (kG 1, 2, 4, 8; kP 1, 2, 4). Throws
-// for shapes no instantiation serves.
+// <kG, kP> tables in attention.cu and attention_decode.cu (kG 1, 2, 4, 8; kP 1, 2, 4;
+// CHORUS_ATTENTION_VARIANTS builds them). Throws for shapes no instantiation serves.
 struct AttentionVariant {
   int group_index, pairs_index;
 };
@@ -224,5 +225,12 @@ inline AttentionVariant attention_variant(const AttentionParams& p, const char* 
   return AttentionVariant{group <= 1 ? 0 : (group <= 2 ? 1 : (group <= 4 ? 2 : 3)),
                           p.head_dim <= 64 ? 0 : (p.head_dim <= 128 ? 1 : 2)};
 }
+
+// The table of a kernel template K<kG, kP>'s instantiations, indexed like AttentionVariant.
+#define CHORUS_ATTENTION_VARIANTS(K)                                                          \
+  {                                                                                           \
+    {K<1, 1>, K<1, 2>, K<1, 4>}, {K<2, 1>, K<2, 2>, K<2, 4>}, {K<4, 1>, K<4, 2>, K<4, 4>},    \
+        {K<8, 1>, K<8, 2>, K<8, 4>}                                                           \
+  }
 
 }  // namespace chorus::cuda

@@ -11,19 +11,14 @@
 #include <cfloat>
 #include <mutex>
 
-#include "cuda/bulk_copy.cuh"
 #include "cuda/attention.h"
 #include "cuda/attention_chunk.cuh"
+#include "cuda/bulk_copy.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/launch.cuh"
 
 namespace chorus::cuda {
 namespace {
-
-__device__ __forceinline__ int64_t cache_row(const AttentionParams& p, int row, int kvh, int pos) {
-  const int block = p.block_tables[static_cast<int64_t>(row) * p.max_blocks + pos / p.block_tokens];
-  return ((static_cast<int64_t>(block) * p.n_kv_heads + kvh) * p.block_tokens + pos % p.block_tokens) * p.head_dim;
-}
 
 // K (rotated) and V of the row's new token for kv head kvh into the cache, and into the
 // block's staged rows k_s / v_s.
@@ -54,15 +49,16 @@ __device__ void stage_cached_kv(const AttentionParams& p, const int64_t* row_off
   const int hd = p.head_dim;
   const int piece = hd % 8 == 0 ? 8 : 2;  // halves per copy
   const int per_row = hd / piece;
-  for (int v = threadIdx.x; v < 2 * n_pos * per_row; v += kAttnThreads) {
-    const int kv = v / (n_pos * per_row), r = v % (n_pos * per_row), i = r / per_row, e = (r % per_row) * piece;
+  for (int v = threadIdx.x; v < n_pos * per_row; v += kAttnThreads) {
+    const int i = v / per_row, e = (v % per_row) * piece;
     if (i == skip) continue;
-    const __half* src = (kv == 0 ? p.k_cache : p.v_cache) + row_off[i] + e;
-    __half* dst = (kv == 0 ? k_s : v_s) + i * hd + e;
+    const int64_t src = row_off[i] + e;
     if (piece == 8) {
-      cp_async16(dst, src, 16);
+      cp_async16(k_s + i * hd + e, p.k_cache + src, 16);
+      cp_async16(v_s + i * hd + e, p.v_cache + src, 16);
     } else {
-      cp_async4(dst, src);
+      cp_async4(k_s + i * hd + e, p.k_cache + src);
+      cp_async4(v_s + i * hd + e, p.v_cache + src);
     }
   }
   cp_async_commit();
@@ -171,11 +167,7 @@ __global__ void __launch_bounds__(kAttnThreads, 6) attention_decode_kernel(const
 }
 
 using DecodeKernel = void (*)(DecodeAttentionParams);
-const DecodeKernel kDecodeKernels[4][3] = {
-    {attention_decode_kernel<1, 1>, attention_decode_kernel<1, 2>, attention_decode_kernel<1, 4>},
-    {attention_decode_kernel<2, 1>, attention_decode_kernel<2, 2>, attention_decode_kernel<2, 4>},
-    {attention_decode_kernel<4, 1>, attention_decode_kernel<4, 2>, attention_decode_kernel<4, 4>},
-    {attention_decode_kernel<8, 1>, attention_decode_kernel<8, 2>, attention_decode_kernel<8, 4>}};
+const DecodeKernel kDecodeKernels[4][3] = CHORUS_ATTENTION_VARIANTS(attention_decode_kernel);
 
 // Staged K/V rows: 2 x kAttnChunkTokens x head_dim halves, 32 KB at head_dim 256, which with
 // the largest instantiation's static 41 KB passes the 48 KB default.

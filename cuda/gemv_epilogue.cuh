@@ -144,12 +144,12 @@ __device__ inline void epilogue_logits(const GemvParams& p, const BlockRows& br,
   }
 }
 
-// Sum of the block's split partials in split order into vals [n_seqs][block_rows]; false when another
+// Sum of the block's split partials in split order into vals [n_seqs][kRows]; false when another
 // block of this row block is still running (that block, the last to finish, does the rest).
 // A thread loads all splits of 4 elements before adding any: one memory latency per round.
 inline constexpr int kGemvMaxSplits = 16;
-__device__ inline bool gather_splits(const GemvParams& p, const BlockRows& br, int block_rows, float* vals,
-                                     int& last_s) {
+template <int kRows>
+__device__ inline bool gather_splits(const GemvParams& p, const BlockRows& br, float* vals, int& last_s) {
   __threadfence();  // this block's partials before its arrival
   __syncthreads();
   if (threadIdx.x == 0) last_s = atomicAdd(&p.split.counters[blockIdx.x], 1) == p.split.n_splits - 1;
@@ -157,13 +157,13 @@ __device__ inline bool gather_splits(const GemvParams& p, const BlockRows& br, i
   if (!last_s) return false;
   __threadfence();
   constexpr int kBatch = 4;
-  const int total = p.n_seqs * block_rows;
+  const int total = p.n_seqs * kRows;
   for (int e0 = threadIdx.x; e0 < total; e0 += kBatch * blockDim.x) {
     float part[kBatch][kGemvMaxSplits];
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
       const int e = e0 + j * blockDim.x;
-      const int n = e / block_rows, r = e % block_rows;
+      const int n = e / kRows, r = e % kRows;
       const bool valid = e < total && br.row0 + r < br.n_rows;
       const float* src = p.split.partials + static_cast<int64_t>(n) * p.split.part_stride + br.col_begin + br.row0 + r;
 #pragma unroll
@@ -234,7 +234,7 @@ __device__ inline void gemv_epilogue(const GemvParams& p, const BlockRows& br, c
   if (clustered) {
     if (!cluster_splits<kNT, kRows>(p, br, acc, vals)) return;
   } else if (p.split.n_splits > 1) {
-    if (!gather_splits(p, br, kRows, vals, last_s)) return;
+    if (!gather_splits<kRows>(p, br, vals, last_s)) return;
   } else {
     for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc, [&](int n, int r, float v) { vals[n * kRows + r] = v; });
   }
