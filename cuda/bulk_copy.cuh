@@ -53,9 +53,12 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
 
 // Ampere-style 16-byte asynchronous copies (through L2 only) for data every thread of a block
 // stages together. The last src_bytes..16 bytes of the destination are zero-filled.
+// dst_smem: a shared-memory address (smem_u32), for loops that step it by adds.
+__device__ __forceinline__ void cp_async16(uint32_t dst_smem, const void* src, uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst_smem), "l"(src), "r"(src_bytes) : "memory");
+}
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, uint32_t src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(src_bytes)
-               : "memory");
+  cp_async16(smem_u32(dst), src, src_bytes);
 }
 // 4 bytes, cached in L1 too (the only route for pieces under 16 bytes); both addresses 4-byte aligned.
 __device__ __forceinline__ void cp_async4(void* dst, const void* src) {

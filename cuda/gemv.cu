@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <climits>
 #include <string>
 
 #include "cuda/cuda_check.h"
@@ -46,6 +47,9 @@ void check_params(const GemvParams& p) {
     fail("cluster reduction of " + std::to_string(p.split.n_splits) + " splits");
   }
   if (p.out.kind == GemvOut::Logits && p.split.n_splits != 1) fail("logits take one split");
+  if (p.in.kind == GemvIn::Half && static_cast<int64_t>(p.n_seqs) * p.in.x_stride >= INT32_MAX) {
+    fail("activation rows of " + std::to_string(p.in.x_stride) + " elements: the kernel's offsets are 32-bit");
+  }
   if (p.out.kind == GemvOut::Residual && p.out.ss == nullptr) fail("residual output without sums of squares");
   if (p.in.kind == GemvIn::NormF32 && (p.in.resid == nullptr || p.in.ss == nullptr || p.in.norm_w == nullptr)) {
     fail("normalized input without residual rows, sums of squares or weights");

@@ -83,35 +83,59 @@ __device__ __forceinline__ uint4 load_x8(const GemvInput& in, float rstd, int n,
   return u;
 }
 
-// Where 16-byte vector v of a staged chunk comes from (row n, column k) and goes to (dst, in
-// halves from the chunk's start): vectors run over rows, then tiles, then the tile's 32 vectors.
-struct XVec {
-  int n, k, dst;
+// The (row, tile) items of a staged chunk, rows outer: warp w takes items w, w + n_warps, ...
+// and lane l copies the item's 16-byte vector l (elements 8l .. 8l+7 of the tile), so threads
+// step through the chunk by adds, with divisions only at the start of a multi-tile chunk.
+// (Dividing a flat vector index per copy cost ~35 instructions a vector; at M = 32, with a
+// chunk per tile, staging took a quarter of the launch's issue slots; ncu, perf-notes v9.)
+struct XItems {
+  int n, tile;            // current item
+  int step_n, step_tile;  // n_warps = step_n * n_tiles + step_tile
+  int n_tiles;
+  __device__ XItems(int n_tiles_) : n_tiles(n_tiles_) {
+    const int warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+    if (n_tiles == 1) {  // every chunk from M = 18 on: no divisions per tile
+      n = warp;
+      tile = step_tile = 0;
+      step_n = n_warps;
+      return;
+    }
+    n = warp / n_tiles;
+    tile = warp - n * n_tiles;
+    step_n = n_warps / n_tiles;
+    step_tile = n_warps - step_n * n_tiles;
+  }
+  __device__ void next() {
+    n += step_n;
+    tile += step_tile;
+    if (tile >= n_tiles) {
+      tile -= n_tiles;
+      ++n;
+    }
+  }
+  // Where this lane's vector of the current item goes, in halves from the chunk's start (rows
+  // rs halves apart, layout above): item part + lane part.
+  __device__ int dst(int rs) const { return n * rs + tile * kXTileHalves; }
+  __device__ static int lane_dst(int lane) { return (lane >> 3) * kXPartHalves + (lane & 7) * 8; }
 };
-__device__ __forceinline__ XVec x_vec(int v, int per_row, int rs, int tile0) {
-  const int n = v / per_row, r = v - n * per_row;
-  const int tile = r >> 5, e = (r & 31) * 8;  // element within the tile
-  return XVec{n, (tile0 + tile) * kTileElems + e, n * rs + tile * kXTileHalves + (e >> 6) * kXPartHalves + (e & 63)};
-}
 
 // Stages tiles [tile0, tile0 + n_tiles) of every row's activations (layout above). Each thread
 // loads up to 4 vectors before storing any, so a round costs one memory latency, not four.
 __device__ inline void stage_x(const GemvParams& p, const float* rstd, __half* xs, int tile0, int n_tiles) {
   constexpr int kBatch = 4;
-  const int rs = x_row_halves(p.x_chunk_tiles), per_row = n_tiles * 32;  // 16-byte vectors per row
-  const int total = p.n_seqs * per_row;
-  for (int v0 = threadIdx.x; v0 < total; v0 += kBatch * blockDim.x) {
+  const int rs = x_row_halves(p.x_chunk_tiles), lane = threadIdx.x & 31;
+  XItems it(n_tiles);
+  while (it.n < p.n_seqs) {
     uint4 val[kBatch];
     int dst[kBatch];
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
-      const int v = v0 + j * blockDim.x;
       dst[j] = -1;
-      if (v >= total) continue;
-      const XVec x = x_vec(v, per_row, rs, tile0);
-      const float scale = p.in.kind == GemvIn::NormF32 ? rstd[x.n] : 1.0f;
-      val[j] = load_x8(p.in, scale, x.n, x.k, p.mats.k_elems);
-      dst[j] = x.dst;
+      if (it.n >= p.n_seqs) continue;
+      const float scale = p.in.kind == GemvIn::NormF32 ? rstd[it.n] : 1.0f;
+      val[j] = load_x8(p.in, scale, it.n, (tile0 + it.tile) * kTileElems + lane * 8, p.mats.k_elems);
+      dst[j] = it.dst(rs) + XItems::lane_dst(lane);
+      it.next();
     }
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
@@ -122,15 +146,25 @@ __device__ inline void stage_x(const GemvParams& p, const float* rstd, __half* x
 
 // The same layout from f16 rows by cp.async: nothing passes through registers, so the copies
 // of the next chunk overlap the current chunk's products. Columns past K are zero-filled.
-// Needs x_stride % 8 == 0 (16-byte aligned sources, gemv_x_async).
+// Needs x_stride % 8 == 0 (16-byte aligned sources, gemv_x_async). Offsets are 32-bit
+// (check_params) and parameters are read into registers first, since the copies' memory
+// clobbers would make the compiler reload them: ~20 instructions a copy instead of ~35.
 __device__ inline void stage_x_async(const GemvParams& p, __half* xs, int tile0, int n_tiles) {
-  const int rs = x_row_halves(p.x_chunk_tiles), per_row = n_tiles * 32;
-  const int total = p.n_seqs * per_row;
-  for (int v = threadIdx.x; v < total; v += blockDim.x) {
-    const XVec x = x_vec(v, per_row, rs, tile0);
-    const int valid = min(max(p.mats.k_elems - x.k, 0), 8);
-    const __half* src = p.in.x + static_cast<int64_t>(x.n) * p.in.x_stride + (valid > 0 ? x.k : 0);
-    cp_async16(xs + x.dst, src, valid * 2);
+  const int lane = threadIdx.x & 31, n_seqs = p.n_seqs, x_stride = static_cast<int>(p.in.x_stride);
+  const int rs = x_row_halves(p.x_chunk_tiles), k_lane = tile0 * kTileElems + lane * 8;
+  const uint32_t dst0 = smem_u32(xs) + 2 * XItems::lane_dst(lane);
+  const __half* x = p.in.x;
+  if ((tile0 + n_tiles) * kTileElems <= p.mats.k_elems) {  // the whole chunk lies within K
+    for (XItems it(n_tiles); it.n < n_seqs; it.next()) {
+      cp_async16(dst0 + 2 * it.dst(rs), x + (it.n * x_stride + k_lane + it.tile * kTileElems), 16);
+    }
+  } else {
+    const int k_elems = p.mats.k_elems;
+    for (XItems it(n_tiles); it.n < n_seqs; it.next()) {
+      const int k = k_lane + it.tile * kTileElems;
+      const int valid = min(max(k_elems - k, 0), 8);
+      cp_async16(dst0 + 2 * it.dst(rs), x + (valid > 0 ? it.n * x_stride + k : 0), valid * 2);
+    }
   }
   cp_async_commit();
 }
@@ -146,16 +180,16 @@ __device__ inline void load_rstd(const GemvParams& p, float* rstd) {
 }
 
 // One tile of the warp's 16 rows against every activation row: lane (g, t) dequantizes part t
-// of rows g and g+8, chunk c giving the A fragments of k-steps 2c and 2c+1.
+// of rows g and g+8, chunk c giving the A fragments of k-steps 2c and 2c+1. x_off[nt] is where
+// lane (g, t) reads B for columns nt * 8 .. +8 (x_row_offsets): the loads need no predicate.
 template <TensorType kType, int kNT>
-__device__ __forceinline__ void warp_tile_mma(const uint8_t* wt, const __half* xt, int rs, int n_seqs, int lane,
+__device__ __forceinline__ void warp_tile_mma(const uint8_t* wt, const __half* xt, const int (&x_off)[kNT], int lane,
                                               float (&acc)[kNT][4]) {
   using L = PartLoader<kType>;
   constexpr int kRec = record_bytes_of(kType);
   const int g = lane >> 2, t = lane & 3;
   const typename L::Row ra = L::load(wt + g * kRec, t);
   const typename L::Row rb = L::load(wt + (g + 8) * kRec, t);
-  const __half* xb = xt + t * kXPartHalves + g * rs;
 #pragma unroll
   for (int c = 0; c < 8; ++c) {
     __half2 wa[4], wb[4];
@@ -165,12 +199,22 @@ __device__ __forceinline__ void warp_tile_mma(const uint8_t* wt, const __half* x
     const uint32_t a1[4] = {h2_as_u32(wa[2]), h2_as_u32(wb[2]), h2_as_u32(wa[3]), h2_as_u32(wb[3])};
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) {
-      uint4 b = make_uint4(0u, 0u, 0u, 0u);
-      if (nt * 8 + g < n_seqs) b = *reinterpret_cast<const uint4*>(xb + nt * 8 * rs + 8 * c);
+      const uint4 b = *reinterpret_cast<const uint4*>(xt + x_off[nt] + 8 * c);
       mma_16816(acc[nt], a0, b.x, b.y);  // k-step 2c
       mma_16816(acc[nt], a1, b.z, b.w);  // k-step 2c+1
     }
   }
+}
+
+// B-fragment offsets (halves, within a tile of the chunk) of lane (g, t) for each group of 8
+// columns. Columns past the step's rows read the last row instead of zeros: an mma column
+// depends on its own B column only, and for_each_acc drops those columns, so the valid
+// results keep their bits while the loads lose their predicates and zero fills.
+template <int kNT>
+__device__ __forceinline__ void x_row_offsets(int n_seqs, int rs, int lane, int (&x_off)[kNT]) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) x_off[nt] = min(nt * 8 + g, n_seqs - 1) * rs + t * kXPartHalves;
 }
 
 template <TensorType kType, int kNT>
@@ -217,6 +261,8 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
 #pragma unroll
   for (int i = 0; i < kNT; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
   const int rs = x_row_halves(p.x_chunk_tiles), chunk = p.x_chunk_tiles;
+  int x_off[kNT];
+  x_row_offsets<kNT>(p.n_seqs, rs, lane, x_off);
   const bool async_x = gemv_x_async(p.in);
   const int buf_halves = p.n_seqs * rs;  // one chunk buffer (two when async_x)
   if (async_x && n_my > 0) stage_x_async(p, xs, tile_begin, min(chunk, n_my));
@@ -240,7 +286,7 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
     for (int i = c0; i < c0 + n_chunk; ++i) {
       const int slot = i % S::kStages;
       mbar_wait(bars + slot, static_cast<uint32_t>(i / S::kStages) & 1u);
-      warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, xc + (i - c0) * kXTileHalves, rs, p.n_seqs, lane, acc);
+      warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, xc + (i - c0) * kXTileHalves, x_off, lane, acc);
       __syncwarp();  // the whole warp has read the stage before it is refilled
       if (lane == 0 && i + S::kStages < n_my) issue_tile<kType, kNT>(bars, stages, w_src, i + S::kStages);
     }

@@ -9,7 +9,7 @@
 # a short table last. Full logs go to $OUT (few files: the device tool returns at most 8).
 # Stages (STAGES, comma separated): tests, bench, profile, esynth (start the Engine's synthetic
 # 8B model in the background), assemble (a model carried in parts), enginebench. TESTS (a glob,
-# default test_*) picks the test binaries.
+# default test_*) picks the test binaries; PROFILE_RUNS, DETAIL and SASS (below) pick launches.
 set -uo pipefail
 CARRY=${CARRY:-.carry}
 OUT=${OUT:-/tmp/chorus-gpu-out}
@@ -88,8 +88,9 @@ fi
 
 # Where a step's time goes: ncu times every kernel of one eager decode step (M = 1 and 32)
 # and of one 512-token prefill on the 8B model; summed per kernel name.
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 if has profile; then
-  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  : "$NCU"$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
   IFS=';' read -ra runs <<< "${PROFILE_RUNS:-decode 1;decode 32;prefill 1}"
   for what in "${runs[@]}"; do
     set -- $what
@@ -129,6 +130,18 @@ PY
       /tmp/ncu_detail.txt | sed -E 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//; s/ +/ /g' | tee -a "$OUT/profile.txt"
   done
 fi
+
+# Per-instruction stall samples of chosen launches (SASS="M SKIP;...": the SKIP-th gemv_kernel
+# launch of a decode step with M rows), ncu's source page as CSV ($OUT/sass_M_SKIP.csv).
+IFS=';' read -ra sass_runs <<< "${SASS:-}"
+for spec in "${sass_runs[@]}"; do
+  set -- $spec
+  timeout 200 "$NCU" --clock-control none --profile-from-start off --kernel-name regex:gemv_kernel \
+    --launch-skip "$2" --launch-count 1 --section SourceCounters --section WarpStateStats -f -o /tmp/sass \
+    "$BIN/chorus-cuda-bench" --profile decode /tmp/l8b.gguf "$1" > /tmp/sass.log 2>&1
+  "$NCU" --import /tmp/sass.ncu-rep --page source --csv --print-source sass > "$OUT/sass_$1_$2.csv" 2>> /tmp/sass.log
+  echo "-- sass M=$1 skip $2: $(wc -l < "$OUT/sass_$1_$2.csv") lines" | tee -a "$OUT/profile.txt"; tail -n 2 /tmp/sass.log
+done
 
 if has enginebench; then
   for _ in $(seq 1 120); do [ -f /tmp/e8b.done ] && break; sleep 2; done
