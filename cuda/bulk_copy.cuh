@@ -51,6 +51,23 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   } while (!done);
 }
 
+// One box of a 3-d tensor map (tensor_map.h) at element coordinates (c0, c1, c2), innermost
+// first, into shared memory at dst (aligned to the map's swizzle period), completing on bar.
+// The map lives in kernel parameter space (a __grid_constant__ parameter).
+__device__ __forceinline__ void tma_load_3d(void* dst, const void* map, int c0, int c1, int c2, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+      "[%5];\n" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_u32(bar))
+      : "memory");
+}
+
+// A 16-byte shared-memory load at a shared-window address (smem_u32 arithmetic), as an
+// ordinary load the compiler schedules (and orders against barriers) like any other.
+__device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr) {
+  return *static_cast<const uint4*>(__cvta_shared_to_generic(addr));
+}
+
 // Ampere-style 16-byte asynchronous copies (through L2 only) for data every thread of a block
 // stages together. The last src_bytes..16 bytes of the destination are zero-filled.
 // dst_smem: a shared-memory address (smem_u32), for loops that step it by adds.

@@ -18,6 +18,7 @@
 // tile the 16 k-steps go in order; split partials are added in split order; sums of squares
 // are per 64 columns in a fixed tree and added in column order. A row's result therefore never
 // depends on M or on the other rows of the batch.
+#include <cuda.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -35,11 +36,17 @@ inline constexpr int kGemvWarps = 4;
 // more than 8 activation rows and records up to 256 bytes: GemvShape).
 inline constexpr int kGemvRowsPerBlock = 64;
 inline constexpr int kNormGroup = 64;         // columns per sum-of-squares partial
-// Activations staged in shared memory per launch: one tile of one row takes 640 bytes (4 parts
-// of 64 halves, each padded to 80); a launch stages as many tiles as fit this budget (half of
-// it per buffer when double-buffered, gemv_x_async).
-inline constexpr int kGemvXTileBytes = 640;
-inline constexpr int kGemvXBudgetBytes = 44 * 1024;  // M = 32: two 1-tile buffers, 3 blocks per SM
+// Activations staged in shared memory per launch: one tile of one row takes 512 bytes (256
+// halves, swizzled rather than padded: gemv_kernel.cuh); past 8 rows the rows are rounded up
+// to whole mma column groups of 8 (the extra rows are zeros), and a tile's rows start at a
+// 1024-byte boundary (the swizzle's period). A launch stages as many tiles as fit this budget
+// (half of it per buffer when double-buffered, gemv_x_async).
+inline constexpr int kGemvXTileBytes = 512;
+inline constexpr int kGemvXBudgetBytes = 32 * 1024;  // M = 32: two 1-tile buffers
+__host__ __device__ constexpr int gemv_x_rows(int n_seqs) { return n_seqs <= 8 ? n_seqs : (n_seqs + 7) / 8 * 8; }
+__host__ __device__ constexpr int gemv_x_tile_stride(int n_seqs) {
+  return (gemv_x_rows(n_seqs) * kGemvXTileBytes + 1023) / 1024 * 1024;
+}
 
 enum class GemvIn : int32_t {
   Half,     // x: f16 rows
@@ -118,6 +125,8 @@ struct GemvParams {
   GemvOutput out;
   int32_t n_seqs = 0;        // M, 1..32
   int32_t x_chunk_tiles = 0;  // set by launch_gemv: K tiles of x staged in shared memory at once
+  int32_t x_tma = 0;          // set by launch_gemv: x_map is valid, the copy engine stages x
+  CUtensorMap x_map{};        // set by launch_gemv (tensor_map.h), read in place by the kernel
 };
 
 // Whether the kernel stages this input by cp.async into two chunk buffers (f16 rows whose

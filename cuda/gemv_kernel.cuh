@@ -8,8 +8,9 @@
 // stage's mbarrier, so warps never wait for each other inside the loop. The first stages are
 // requested before pdl_wait(): weights are constant, so they stream in while the previous
 // kernel drains. Activations are staged once per chunk of tiles for the whole block: f16 rows
-// by cp.async into two buffers, the next chunk landing while the warps multiply the current
-// one; normalized f32 rows (used for few rows only, see gemv.h) through registers.
+// by the copy engine (a tensor-map box per tile; 16-byte cp.async where K is not a multiple of
+// 64) into two buffers, the next chunk landing while the warps multiply the current one;
+// normalized f32 rows (used for few rows only, see gemv.h) through registers.
 #include <cuda_fp16.h>
 
 #include "cuda/bulk_copy.cuh"
@@ -40,24 +41,29 @@ struct GemvShape {
   // One row tile (M <= 8): Q4_K (2304 B) 4 stages, Q6_K (3584 B) and up 3, so 4 blocks fit a
   // multiprocessor. More rows: a tile takes kNT times the math, so fewer stages cover the
   // memory latency; the block's stages stay <= 18 KB (Q4_K 3 stages, Q6_K 2) so that with the
-  // two activation buffers (20 KB each at M = 32) two blocks fit.
+  // two activation buffers (16 KB each at M = 32) two blocks fit.
   static constexpr int kStages = kNT == 1 ? (kWarpTile <= 3072 ? 4 : (kWarpTile <= 8192 ? 3 : 2))
                                           : (kWarps * kWarpTile <= 18432 ? 3 : 2);
-  static constexpr int kBarBytes = (kWarps * kStages * 8 + 127) / 128 * 128;  // mbarriers, padded
+  // mbarriers (the warps' stages, then the two x buffers' for the copy engine), padded.
+  static constexpr int kBarBytes = (kWarps * kStages * 8 + 2 * 8 + 127) / 128 * 128;
   static constexpr int kWBytes = kWarps * kStages * kWarpTile;
   static constexpr int kMinBlocks = kWarps > kGemvWarps ? 2 : 1;  // 8 warps: <= 128 registers
   static_assert(kWarpTile % 16 == 0, "pipeline layout");
 };
 
-// Shared-memory activations: row n (one sequence) holds the chunk's tiles, each as 4 parts of
-// 64 halves (thread part t's elements, natural order) at a stride of 80 halves; rows are
-// 320 * tiles + 8 halves apart. Part stride 40 words (8 mod 32) and row stride 160 * tiles + 4
-// words (4 mod 8) keep the 16-byte B-fragment loads of each quarter-warp (lanes g = 2j, 2j+1,
-// t = 0..3) on 8 distinct 4-bank slots.
-inline constexpr int kXPartHalves = 80;
-inline constexpr int kXTileHalves = 4 * kXPartHalves;
-static_assert(kXTileHalves * 2 == kGemvXTileBytes, "gemv.h sizes the chunk with this");
-__host__ __device__ constexpr int x_row_halves(int chunk_tiles) { return chunk_tiles * kXTileHalves + 8; }
+// Shared-memory activations: a chunk holds its tiles one after another, gemv_x_tile_stride
+// bytes apart (1024-byte aligned); within a tile, row n's 4 parts of 64 halves (128 bytes each,
+// part t = the elements lane t of a quad multiplies) follow one another, 512 bytes a row, and
+// the 16-byte granule c of part t of row n is stored at granule slot c ^ (4 (n & 1) + t). That
+// is the copy engine's 128-byte swizzle (granule XOR the 128-byte line's index within 1024
+// bytes), so a tensor-map box lands exactly as the other staging routes write it, and a
+// quarter-warp's B loads (rows 2j, 2j+1, parts 0..3, one granule c) hit 8 distinct 16-byte
+// bank slots with no padding. Rows past gemv_x_rows(M) do not exist; rows in [M, x_rows) are
+// zeros (copy-engine fill or staged zeros).
+__device__ __forceinline__ int x_swizzle(int n, int t) { return ((n & 1) << 2) | t; }
+__device__ __forceinline__ int x_granule_offset(int n, int t, int c) {  // bytes within a tile
+  return n * kGemvXTileBytes + t * 128 + ((c ^ x_swizzle(n, t)) << 4);
+}
 
 __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -113,28 +119,33 @@ struct XItems {
       ++n;
     }
   }
-  // Where this lane's vector of the current item goes, in halves from the chunk's start (rows
-  // rs halves apart, layout above): item part + lane part.
-  __device__ int dst(int rs) const { return n * rs + tile * kXTileHalves; }
-  __device__ static int lane_dst(int lane) { return (lane >> 3) * kXPartHalves + (lane & 7) * 8; }
+  // Where this lane's vector (part lane / 8, granule lane % 8) of the current item goes, in
+  // bytes from the chunk's start (layout above).
+  __device__ int dst(int tile_stride, int lane) const {
+    return tile * tile_stride + x_granule_offset(n, lane >> 3, lane & 7);
+  }
 };
 
-// Stages tiles [tile0, tile0 + n_tiles) of every row's activations (layout above). Each thread
-// loads up to 4 vectors before storing any, so a round costs one memory latency, not four.
-__device__ inline void stage_x(const GemvParams& p, const float* rstd, __half* xs, int tile0, int n_tiles) {
+// Stages tiles [tile0, tile0 + n_tiles) of every row's activations (layout above), zeros for
+// rows in [M, x_rows). Each thread loads up to 4 vectors before storing any, so a round costs
+// one memory latency, not four.
+__device__ inline void stage_x(const GemvParams& p, const float* rstd, uint8_t* xs, int tile0, int n_tiles) {
   constexpr int kBatch = 4;
-  const int rs = x_row_halves(p.x_chunk_tiles), lane = threadIdx.x & 31;
+  const int lane = threadIdx.x & 31, x_rows = gemv_x_rows(p.n_seqs), tile_stride = gemv_x_tile_stride(p.n_seqs);
   XItems it(n_tiles);
-  while (it.n < p.n_seqs) {
+  while (it.n < x_rows) {
     uint4 val[kBatch];
     int dst[kBatch];
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
       dst[j] = -1;
-      if (it.n >= p.n_seqs) continue;
-      const float scale = p.in.kind == GemvIn::NormF32 ? rstd[it.n] : 1.0f;
-      val[j] = load_x8(p.in, scale, it.n, (tile0 + it.tile) * kTileElems + lane * 8, p.mats.k_elems);
-      dst[j] = it.dst(rs) + XItems::lane_dst(lane);
+      if (it.n >= x_rows) continue;
+      val[j] = make_uint4(0u, 0u, 0u, 0u);
+      if (it.n < p.n_seqs) {
+        const float scale = p.in.kind == GemvIn::NormF32 ? rstd[it.n] : 1.0f;
+        val[j] = load_x8(p.in, scale, it.n, (tile0 + it.tile) * kTileElems + lane * 8, p.mats.k_elems);
+      }
+      dst[j] = it.dst(tile_stride, lane);
       it.next();
     }
 #pragma unroll
@@ -144,29 +155,34 @@ __device__ inline void stage_x(const GemvParams& p, const float* rstd, __half* x
   }
 }
 
-// The same layout from f16 rows by cp.async: nothing passes through registers, so the copies
-// of the next chunk overlap the current chunk's products. Columns past K are zero-filled.
-// Needs x_stride % 8 == 0 (16-byte aligned sources, gemv_x_async). Offsets are 32-bit
-// (check_params) and parameters are read into registers first, since the copies' memory
-// clobbers would make the compiler reload them: ~20 instructions a copy instead of ~35.
-__device__ inline void stage_x_async(const GemvParams& p, __half* xs, int tile0, int n_tiles) {
-  const int lane = threadIdx.x & 31, n_seqs = p.n_seqs, x_stride = static_cast<int>(p.in.x_stride);
-  const int rs = x_row_halves(p.x_chunk_tiles), k_lane = tile0 * kTileElems + lane * 8;
-  const uint32_t dst0 = smem_u32(xs) + 2 * XItems::lane_dst(lane);
+// The same from f16 rows by 16-byte cp.async, for f16 inputs the copy engine cannot take (K
+// not a multiple of 64): nothing passes through registers, so the copies of the next chunk
+// overlap the current chunk's products. Columns past K and rows past M are zero-filled.
+// Needs x_stride % 8 == 0 (16-byte aligned sources, gemv_x_async); offsets are 32-bit
+// (check_params).
+__device__ inline void stage_x_async(const GemvParams& p, uint8_t* xs, int tile0, int n_tiles) {
+  const int lane = threadIdx.x & 31, n_seqs = p.n_seqs, x_stride = p.in.x_stride, k_elems = p.mats.k_elems;
+  const int x_rows = gemv_x_rows(n_seqs), tile_stride = gemv_x_tile_stride(n_seqs);
+  const int k_lane = tile0 * kTileElems + lane * 8;
+  const uint32_t xs_u32 = smem_u32(xs);
   const __half* x = p.in.x;
-  if ((tile0 + n_tiles) * kTileElems <= p.mats.k_elems) {  // the whole chunk lies within K
-    for (XItems it(n_tiles); it.n < n_seqs; it.next()) {
-      cp_async16(dst0 + 2 * it.dst(rs), x + (it.n * x_stride + k_lane + it.tile * kTileElems), 16);
-    }
-  } else {
-    const int k_elems = p.mats.k_elems;
-    for (XItems it(n_tiles); it.n < n_seqs; it.next()) {
-      const int k = k_lane + it.tile * kTileElems;
-      const int valid = min(max(k_elems - k, 0), 8);
-      cp_async16(dst0 + 2 * it.dst(rs), x + (valid > 0 ? it.n * x_stride + k : 0), valid * 2);
-    }
+  for (XItems it(n_tiles); it.n < x_rows; it.next()) {
+    const int k = k_lane + it.tile * kTileElems;
+    const int valid = it.n < n_seqs ? min(max(k_elems - k, 0), 8) : 0;
+    cp_async16(xs_u32 + it.dst(tile_stride, lane), x + (valid > 0 ? it.n * x_stride + k : 0), valid * 2);
   }
   cp_async_commit();
+}
+
+// The same by the copy engine (p.x_tma): one tensor-map box per tile (all x_rows rows, 4 parts),
+// issued by thread 0 and completing on the buffer's mbarrier, which thread 0 arms with the
+// chunk's bytes (boxes count whole, zero-filled rows and parts included). Costs the other
+// threads nothing: at M = 32, 16-byte copies took ~120 instructions per warp and tile.
+__device__ inline void stage_x_tma(const GemvParams& p, uint8_t* xs, uint64_t* bar, int tile0, int n_tiles) {
+  if (threadIdx.x != 0) return;
+  const int x_rows = gemv_x_rows(p.n_seqs), tile_stride = gemv_x_tile_stride(p.n_seqs);
+  mbar_arrive_expect_tx(bar, static_cast<uint32_t>(n_tiles * x_rows * kGemvXTileBytes));
+  for (int j = 0; j < n_tiles; ++j) tma_load_3d(xs + j * tile_stride, &p.x_map, 0, (tile0 + j) * 4, 0, bar);
 }
 
 // 1 / rms of each row from the producer's per-64-column sums of squares (a warp per row).
@@ -180,11 +196,11 @@ __device__ inline void load_rstd(const GemvParams& p, float* rstd) {
 }
 
 // One tile of the warp's 16 rows against every activation row: lane (g, t) dequantizes part t
-// of rows g and g+8, chunk c giving the A fragments of k-steps 2c and 2c+1. x_off[nt] is where
-// lane (g, t) reads B for columns nt * 8 .. +8 (x_row_offsets): the loads need no predicate.
+// of rows g and g+8, chunk c giving the A fragments of k-steps 2c and 2c+1. x_lane: the shared
+// address of lane (g, t)'s B granules in this tile with the swizzle in bits 4-6 (x_lane_offset):
+// granule c of column group nt is at (x_lane ^ 16 c) + nt * 8 rows.
 template <TensorType kType, int kNT>
-__device__ __forceinline__ void warp_tile_mma(const uint8_t* wt, const __half* xt, const int (&x_off)[kNT], int lane,
-                                              float (&acc)[kNT][4]) {
+__device__ __forceinline__ void warp_tile_mma(const uint8_t* wt, uint32_t x_lane, int lane, float (&acc)[kNT][4]) {
   using L = PartLoader<kType>;
   constexpr int kRec = record_bytes_of(kType);
   const int g = lane >> 2, t = lane & 3;
@@ -197,24 +213,27 @@ __device__ __forceinline__ void warp_tile_mma(const uint8_t* wt, const __half* x
     L::chunk(rb, c, wb);
     const uint32_t a0[4] = {h2_as_u32(wa[0]), h2_as_u32(wb[0]), h2_as_u32(wa[1]), h2_as_u32(wb[1])};
     const uint32_t a1[4] = {h2_as_u32(wa[2]), h2_as_u32(wb[2]), h2_as_u32(wa[3]), h2_as_u32(wb[3])};
+    const uint32_t xc = x_lane ^ static_cast<uint32_t>(c << 4);
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) {
-      const uint4 b = *reinterpret_cast<const uint4*>(xt + x_off[nt] + 8 * c);
+      const uint4 b = ld_shared_v4(xc + nt * 8 * kGemvXTileBytes);
       mma_16816(acc[nt], a0, b.x, b.y);  // k-step 2c
       mma_16816(acc[nt], a1, b.z, b.w);  // k-step 2c+1
     }
   }
 }
 
-// B-fragment offsets (halves, within a tile of the chunk) of lane (g, t) for each group of 8
-// columns. Columns past the step's rows read the last row instead of zeros: an mma column
-// depends on its own B column only, and for_each_acc drops those columns, so the valid
-// results keep their bits while the loads lose their predicates and zero fills.
+// Byte offset, within a tile, of lane (g, t)'s B granules, swizzle included (bits 4-6 of a row's
+// part are free: tiles are 1024-byte aligned, parts 128). Up to 8 rows (one column group) a
+// lane past M reads the last row instead of zeros: an mma column depends on its own B column
+// only and for_each_acc drops it, so valid results keep their bits. Past 8 rows the rows are
+// whole groups (gemv_x_rows) and every lane reads its own row, so rows g + 8 nt share g's
+// swizzle.
 template <int kNT>
-__device__ __forceinline__ void x_row_offsets(int n_seqs, int rs, int lane, int (&x_off)[kNT]) {
+__device__ __forceinline__ int x_lane_offset(int n_seqs, int lane) {
   const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int nt = 0; nt < kNT; ++nt) x_off[nt] = min(nt * 8 + g, n_seqs - 1) * rs + t * kXPartHalves;
+  const int n = kNT == 1 ? min(g, n_seqs - 1) : g;
+  return n * kGemvXTileBytes + t * 128 + (x_swizzle(n, t) << 4);
 }
 
 template <TensorType kType, int kNT>
@@ -227,9 +246,10 @@ __device__ __forceinline__ void issue_tile(uint64_t* bars, uint8_t* stages, cons
 
 template <TensorType kType, int kNT>
 __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<kType, kNT>::kMinBlocks)
-    gemv_kernel(const GemvParams p) {
+    gemv_kernel(const __grid_constant__ GemvParams p) {
   using S = GemvShape<kType, kNT>;
-  extern __shared__ __align__(128) uint8_t smem[];  // [barriers | warps' weight stages | x chunk / vals]
+  // [barriers | warps' weight stages | pad to 1024 | x chunk(s) / vals]
+  extern __shared__ __align__(128) uint8_t smem[];
   __shared__ float rstd_s[kGemvMaxSeqs];
   __shared__ int last_s;
 
@@ -241,18 +261,25 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
   const bool warp_active = warp_row0 < br.n_rows;
 
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem) + warp * S::kStages;
+  uint64_t* x_bars = reinterpret_cast<uint64_t*>(smem) + S::kWarps * S::kStages;  // p.x_tma: one per buffer
   uint8_t* stages = smem + S::kBarBytes + warp * S::kStages * S::kWarpTile;
-  __half* xs = reinterpret_cast<__half*>(smem + S::kBarBytes + S::kWBytes);
+  uint8_t* xs = smem + S::kBarBytes + S::kWBytes;
+  xs += (1024 - smem_u32(xs) % 1024) % 1024;  // the swizzle's period (launch_nt adds the slack)
   const uint8_t* w_src =
       br.w + (static_cast<int64_t>(warp_row0 / kRowGroup) * p.mats.n_tiles + tile_begin) * S::kWarpTile;
   if (lane == 0) {
     for (int s = 0; s < S::kStages; ++s) mbar_init(bars + s, 1);
+    if (p.x_tma && warp == 0) {
+      mbar_init(x_bars, 1);
+      mbar_init(x_bars + 1, 1);
+    }
     mbar_fence_init();
   }
   __syncwarp();
   if (warp_active && lane == 0) {
     for (int i = 0; i < S::kStages && i < n_my; ++i) issue_tile<kType, kNT>(bars, stages, w_src, i);
   }
+  if (p.x_tma) __syncthreads();  // every thread waits on the x barriers: initialized for all
   pdl_wait();
   pdl_trigger();
   if (p.in.kind == GemvIn::NormF32) load_rstd(p, rstd_s);
@@ -260,33 +287,44 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
   float acc[kNT][4];
 #pragma unroll
   for (int i = 0; i < kNT; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
-  const int rs = x_row_halves(p.x_chunk_tiles), chunk = p.x_chunk_tiles;
-  int x_off[kNT];
-  x_row_offsets<kNT>(p.n_seqs, rs, lane, x_off);
+  const int chunk = p.x_chunk_tiles, tile_stride = gemv_x_tile_stride(p.n_seqs);
+  const int x_lane = x_lane_offset<kNT>(p.n_seqs, lane);
   const bool async_x = gemv_x_async(p.in);
-  const int buf_halves = p.n_seqs * rs;  // one chunk buffer (two when async_x)
-  if (async_x && n_my > 0) stage_x_async(p, xs, tile_begin, min(chunk, n_my));
+  const int buf_bytes = chunk * tile_stride;  // one chunk buffer (two when async_x)
+  // Stages chunk ci (tiles from tile0) into its buffer, when x is double-buffered.
+  auto stage_async = [&](int ci, int tile0, int n_tiles) {
+    uint8_t* buf = xs + (ci & 1) * buf_bytes;
+    if (p.x_tma) {
+      stage_x_tma(p, buf, x_bars + (ci & 1), tile0, n_tiles);
+    } else {
+      stage_x_async(p, buf, tile0, n_tiles);
+    }
+  };
+  if (async_x && n_my > 0) stage_async(0, tile_begin, min(chunk, n_my));
   for (int c0 = 0, ci = 0; c0 < n_my; c0 += chunk, ++ci) {
     const int n_chunk = min(chunk, n_my - c0);
-    __half* xc = xs + (async_x ? (ci & 1) * buf_halves : 0);
+    uint8_t* xc = xs + (async_x ? (ci & 1) * buf_bytes : 0);
     if (async_x) {
-      cp_async_wait_all();
+      if (p.x_tma) {
+        mbar_wait(x_bars + (ci & 1), static_cast<uint32_t>(ci >> 1) & 1u);  // buffer ci & 1's phase ci / 2
+      } else {
+        cp_async_wait_all();
+      }
       // Chunk ci has landed for every thread, and every warp is done with chunk ci - 1, whose
       // buffer the next chunk refills.
       __syncthreads();
-      if (c0 + chunk < n_my) {
-        stage_x_async(p, xs + ((ci + 1) & 1) * buf_halves, tile_begin + c0 + chunk, min(chunk, n_my - c0 - chunk));
-      }
+      if (c0 + chunk < n_my) stage_async(ci + 1, tile_begin + c0 + chunk, min(chunk, n_my - c0 - chunk));
     } else {
       if (c0 > 0) __syncthreads();  // every warp is done with the previous chunk
       stage_x(p, rstd_s, xc, tile_begin + c0, n_chunk);
       __syncthreads();
     }
     if (!warp_active) continue;
+    const uint32_t xc_lane = smem_u32(xc) + x_lane;
     for (int i = c0; i < c0 + n_chunk; ++i) {
       const int slot = i % S::kStages;
       mbar_wait(bars + slot, static_cast<uint32_t>(i / S::kStages) & 1u);
-      warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, xc + (i - c0) * kXTileHalves, x_off, lane, acc);
+      warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, xc_lane + (i - c0) * tile_stride, lane, acc);
       __syncwarp();  // the whole warp has read the stage before it is refilled
       if (lane == 0 && i + S::kStages < n_my) issue_tile<kType, kNT>(bars, stages, w_src, i + S::kStages);
     }
@@ -296,12 +334,12 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
 
 namespace detail {
 
-// Bytes of the x chunk / epilogue area for this launch.
+// Bytes of the x chunk / epilogue area for this launch, and the slack that aligns it to 1024.
 inline size_t gemv_x_region_bytes(const GemvParams& p, int block_rows) {
   const size_t n_bufs = gemv_x_async(p.in) ? 2 : 1;
-  const size_t x = n_bufs * p.n_seqs * x_row_halves(p.x_chunk_tiles) * 2;
+  const size_t x = n_bufs * p.x_chunk_tiles * gemv_x_tile_stride(p.n_seqs);
   const size_t vals = static_cast<size_t>(p.n_seqs) * block_rows * 4;
-  return (std::max(x, vals) + 15) / 16 * 16;
+  return (std::max(x, vals) + 15) / 16 * 16 + 1024;
 }
 
 // The opt-in limit is 227 KiB per block including static shared memory (rstd, flags).
