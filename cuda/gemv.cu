@@ -99,12 +99,12 @@ void launch_gemv(TensorType type, GemvParams p, cudaStream_t stream) {
   check_params(p);
   // Activation tiles staged at once: as many as the budget holds for this M (any chunking gives
   // the same arithmetic: the accumulators run on across chunks).
-  const int buf_bytes = kGemvXBudgetBytes / (gemv_x_async(p.in) ? 2 : 1);
-  p.x_chunk_tiles = std::clamp(buf_bytes / gemv_x_tile_stride(p.n_seqs), 1, p.split.tiles_per_split);
   // f16 rows go by the copy engine where the layout allows (a tensor map per launch: inside a
   // graph capture the parameters, map included, are recorded with the launch).
   p.x_tma = gemv_x_async(p.in) && encode_gemv_x_map(p.x_map, p.in.x, p.in.x_stride, p.mats.k_elems, p.n_seqs,
                                                      gemv_x_rows(p.n_seqs));
+  const int buf_bytes = kGemvXBudgetBytes / (gemv_x_async(p.in) ? 2 : 1);
+  p.x_chunk_tiles = std::clamp(buf_bytes / gemv_x_tile_stride(p.n_seqs, p.x_tma), 1, p.split.tiles_per_split);
 #define CALL(T) detail::launch_gemv_typed<T>(p, stream)
   CHORUS_TYPE_SWITCH(type, CALL)
 #undef CALL

@@ -38,14 +38,17 @@ inline constexpr int kGemvRowsPerBlock = 64;
 inline constexpr int kNormGroup = 64;         // columns per sum-of-squares partial
 // Activations staged in shared memory per launch: one tile of one row takes 512 bytes (256
 // halves, swizzled rather than padded: gemv_kernel.cuh); past 8 rows the rows are rounded up
-// to whole mma column groups of 8 (the extra rows are zeros), and a tile's rows start at a
-// 1024-byte boundary (the swizzle's period). A launch stages as many tiles as fit this budget
-// (half of it per buffer when double-buffered, gemv_x_async).
+// to whole mma column groups of 8 (the extra rows are zeros), and where the copy engine stages
+// them a tile's rows start at a 1024-byte boundary (the swizzle's period; elsewhere 1024 bytes
+// a tile at M = 1 would cost a 4th block per multiprocessor for the Q6_K LM head). A launch
+// stages as many tiles as fit this budget (half of it per buffer when double-buffered,
+// gemv_x_async).
 inline constexpr int kGemvXTileBytes = 512;
 inline constexpr int kGemvXBudgetBytes = 32 * 1024;  // M = 32: two 1-tile buffers
 __host__ __device__ constexpr int gemv_x_rows(int n_seqs) { return n_seqs <= 8 ? n_seqs : (n_seqs + 7) / 8 * 8; }
-__host__ __device__ constexpr int gemv_x_tile_stride(int n_seqs) {
-  return (gemv_x_rows(n_seqs) * kGemvXTileBytes + 1023) / 1024 * 1024;
+__host__ __device__ constexpr int gemv_x_tile_stride(int n_seqs, bool tma) {
+  const int bytes = gemv_x_rows(n_seqs) * kGemvXTileBytes;
+  return tma ? (bytes + 1023) / 1024 * 1024 : bytes;
 }
 
 enum class GemvIn : int32_t {

@@ -52,7 +52,7 @@ struct GemvShape {
 };
 
 // Shared-memory activations: a chunk holds its tiles one after another, gemv_x_tile_stride
-// bytes apart (1024-byte aligned); within a tile, row n's 4 parts of 64 halves (128 bytes each,
+// bytes apart (1024-byte aligned for the copy engine); within a tile, row n's 4 parts of 64 halves (128 bytes each,
 // part t = the elements lane t of a quad multiplies) follow one another, 512 bytes a row, and
 // the 16-byte granule c of part t of row n is stored at granule slot c ^ (4 (n & 1) + t). That
 // is the copy engine's 128-byte swizzle (granule XOR the 128-byte line's index within 1024
@@ -131,7 +131,7 @@ struct XItems {
 // one memory latency, not four.
 __device__ inline void stage_x(const GemvParams& p, const float* rstd, uint8_t* xs, int tile0, int n_tiles) {
   constexpr int kBatch = 4;
-  const int lane = threadIdx.x & 31, x_rows = gemv_x_rows(p.n_seqs), tile_stride = gemv_x_tile_stride(p.n_seqs);
+  const int lane = threadIdx.x & 31, x_rows = gemv_x_rows(p.n_seqs), tile_stride = gemv_x_tile_stride(p.n_seqs, false);
   XItems it(n_tiles);
   while (it.n < x_rows) {
     uint4 val[kBatch];
@@ -162,7 +162,7 @@ __device__ inline void stage_x(const GemvParams& p, const float* rstd, uint8_t* 
 // (check_params).
 __device__ inline void stage_x_async(const GemvParams& p, uint8_t* xs, int tile0, int n_tiles) {
   const int lane = threadIdx.x & 31, n_seqs = p.n_seqs, x_stride = p.in.x_stride, k_elems = p.mats.k_elems;
-  const int x_rows = gemv_x_rows(n_seqs), tile_stride = gemv_x_tile_stride(n_seqs);
+  const int x_rows = gemv_x_rows(n_seqs), tile_stride = gemv_x_tile_stride(n_seqs, false);
   const int k_lane = tile0 * kTileElems + lane * 8;
   const uint32_t xs_u32 = smem_u32(xs);
   const __half* x = p.in.x;
@@ -180,7 +180,7 @@ __device__ inline void stage_x_async(const GemvParams& p, uint8_t* xs, int tile0
 // threads nothing: at M = 32, 16-byte copies took ~120 instructions per warp and tile.
 __device__ inline void stage_x_tma(const GemvParams& p, uint8_t* xs, uint64_t* bar, int tile0, int n_tiles) {
   if (threadIdx.x != 0) return;
-  const int x_rows = gemv_x_rows(p.n_seqs), tile_stride = gemv_x_tile_stride(p.n_seqs);
+  const int x_rows = gemv_x_rows(p.n_seqs), tile_stride = gemv_x_tile_stride(p.n_seqs, true);
   mbar_arrive_expect_tx(bar, static_cast<uint32_t>(n_tiles * x_rows * kGemvXTileBytes));
   for (int j = 0; j < n_tiles; ++j) tma_load_3d(xs + j * tile_stride, &p.x_map, 0, (tile0 + j) * 4, 0, bar);
 }
@@ -264,7 +264,7 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
   uint64_t* x_bars = reinterpret_cast<uint64_t*>(smem) + S::kWarps * S::kStages;  // p.x_tma: one per buffer
   uint8_t* stages = smem + S::kBarBytes + warp * S::kStages * S::kWarpTile;
   uint8_t* xs = smem + S::kBarBytes + S::kWBytes;
-  xs += (1024 - smem_u32(xs) % 1024) % 1024;  // the swizzle's period (launch_nt adds the slack)
+  if (p.x_tma) xs += (1024 - smem_u32(xs) % 1024) % 1024;  // the swizzle's period (launch_nt adds the slack)
   const uint8_t* w_src =
       br.w + (static_cast<int64_t>(warp_row0 / kRowGroup) * p.mats.n_tiles + tile_begin) * S::kWarpTile;
   if (lane == 0) {
@@ -287,7 +287,7 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
   float acc[kNT][4];
 #pragma unroll
   for (int i = 0; i < kNT; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
-  const int chunk = p.x_chunk_tiles, tile_stride = gemv_x_tile_stride(p.n_seqs);
+  const int chunk = p.x_chunk_tiles, tile_stride = gemv_x_tile_stride(p.n_seqs, p.x_tma);
   const int x_lane = x_lane_offset<kNT>(p.n_seqs, lane);
   const bool async_x = gemv_x_async(p.in);
   const int buf_bytes = chunk * tile_stride;  // one chunk buffer (two when async_x)
@@ -337,9 +337,9 @@ namespace detail {
 // Bytes of the x chunk / epilogue area for this launch, and the slack that aligns it to 1024.
 inline size_t gemv_x_region_bytes(const GemvParams& p, int block_rows) {
   const size_t n_bufs = gemv_x_async(p.in) ? 2 : 1;
-  const size_t x = n_bufs * p.x_chunk_tiles * gemv_x_tile_stride(p.n_seqs);
+  const size_t x = n_bufs * p.x_chunk_tiles * gemv_x_tile_stride(p.n_seqs, p.x_tma);
   const size_t vals = static_cast<size_t>(p.n_seqs) * block_rows * 4;
-  return (std::max(x, vals) + 15) / 16 * 16 + 1024;
+  return (std::max(x, vals) + 15) / 16 * 16 + (p.x_tma ? 1024 : 0);
 }
 
 // The opt-in limit is 227 KiB per block including static shared memory (rstd, flags).
