@@ -8,8 +8,8 @@
 // stage's mbarrier, so warps never wait for each other inside the loop. The first stages are
 // requested before pdl_wait(): weights are constant, so they stream in while the previous
 // kernel drains. Activations are staged once per chunk of tiles for the whole block: f16 rows
-// by the copy engine (a tensor-map box per tile; 16-byte cp.async where K is not a multiple of
-// 64) into two buffers, the next chunk landing while the warps multiply the current one;
+// by the copy engine (a tensor-map box per tile; 16-byte cp.async for one row, or where K is
+// not a multiple of 64) into two buffers, the next chunk landing while the warps multiply the current one;
 // normalized f32 rows (used for few rows only, see gemv.h) through registers.
 #include <cuda_fp16.h>
 
@@ -155,8 +155,8 @@ __device__ inline void stage_x(const GemvParams& p, const float* rstd, uint8_t* 
   }
 }
 
-// The same from f16 rows by 16-byte cp.async, for f16 inputs the copy engine cannot take (K
-// not a multiple of 64): nothing passes through registers, so the copies of the next chunk
+// The same from f16 rows by 16-byte cp.async, for one row (gemv.cu says why) and for f16 inputs
+// the copy engine cannot take (K not a multiple of 64): nothing passes through registers, so the copies of the next chunk
 // overlap the current chunk's products. Columns past K and rows past M are zero-filled.
 // Needs x_stride % 8 == 0 (16-byte aligned sources, gemv_x_async); offsets are 32-bit
 // (check_params).
