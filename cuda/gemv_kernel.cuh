@@ -52,9 +52,9 @@ struct GemvShape {
 };
 
 // Shared-memory activations: a chunk holds its tiles one after another, gemv_x_tile_stride
-// bytes apart (1024-byte aligned for the copy engine); within a tile, row n's 4 parts of 64 halves (128 bytes each,
-// part t = the elements lane t of a quad multiplies) follow one another, 512 bytes a row, and
-// the 16-byte granule c of part t of row n is stored at granule slot c ^ (4 (n & 1) + t). That
+// bytes apart (1024-byte aligned for the copy engine); within a tile, row n's 4 parts of 64
+// halves (128 bytes each, part t = the elements lane t of a quad multiplies) follow one
+// another, 512 bytes a row, and the 16-byte granule c of part t of row n is stored at granule slot c ^ (4 (n & 1) + t). That
 // is the copy engine's 128-byte swizzle (granule XOR the 128-byte line's index within 1024
 // bytes), so a tensor-map box lands exactly as the other staging routes write it, and a
 // quarter-warp's B loads (rows 2j, 2j+1, parts 0..3, one granule c) hit 8 distinct 16-byte
@@ -92,7 +92,7 @@ __device__ __forceinline__ uint4 load_x8(const GemvInput& in, float rstd, int n,
 // The (row, tile) items of a staged chunk, rows outer: warp w takes items w, w + n_warps, ...
 // and lane l copies the item's 16-byte vector l (elements 8l .. 8l+7 of the tile), so threads
 // step through the chunk by adds, with divisions only at the start of a multi-tile chunk.
-// (Dividing a flat vector index per copy cost ~35 instructions a vector; at M = 32, with a
+// (Dividing a flat vector index per copy cost ~55 instructions a vector; at M = 32, with a
 // chunk per tile, staging took a quarter of the launch's issue slots; ncu, perf-notes v9.)
 struct XItems {
   int n, tile;            // current item
@@ -100,7 +100,7 @@ struct XItems {
   int n_tiles;
   __device__ XItems(int n_tiles_) : n_tiles(n_tiles_) {
     const int warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
-    if (n_tiles == 1) {  // every chunk from M = 18 on: no divisions per tile
+    if (n_tiles == 1) {  // every double-buffered chunk past 16 rows: no divisions per tile
       n = warp;
       tile = step_tile = 0;
       step_n = n_warps;
