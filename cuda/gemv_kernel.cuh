@@ -54,12 +54,12 @@ struct GemvShape {
 // Shared-memory activations: a chunk holds its tiles one after another, gemv_x_tile_stride
 // bytes apart (1024-byte aligned for the copy engine); within a tile, row n's 4 parts of 64
 // halves (128 bytes each, part t = the elements lane t of a quad multiplies) follow one
-// another, 512 bytes a row, and the 16-byte granule c of part t of row n is stored at granule slot c ^ (4 (n & 1) + t). That
-// is the copy engine's 128-byte swizzle (granule XOR the 128-byte line's index within 1024
-// bytes), so a tensor-map box lands exactly as the other staging routes write it, and a
-// quarter-warp's B loads (rows 2j, 2j+1, parts 0..3, one granule c) hit 8 distinct 16-byte
-// bank slots with no padding. Rows past gemv_x_rows(M) do not exist; rows in [M, x_rows) are
-// zeros (copy-engine fill or staged zeros).
+// another, 512 bytes a row, and the 16-byte granule c of part t of row n is stored at granule
+// slot c ^ (4 (n & 1) + t). That is the copy engine's 128-byte swizzle (granule XOR the
+// 128-byte line's index within 1024 bytes), so a tensor-map box lands exactly as the other
+// staging routes write it, and a quarter-warp's B loads (rows 2j, 2j+1, parts 0..3, one
+// granule c) hit 8 distinct 16-byte bank slots with no padding. Rows past gemv_x_rows(M) do
+// not exist; rows in [M, x_rows) are zeros (copy-engine fill or staged zeros).
 __device__ __forceinline__ int x_swizzle(int n, int t) { return ((n & 1) << 2) | t; }
 __device__ __forceinline__ int x_granule_offset(int n, int t, int c) {  // bytes within a tile
   return n * kGemvXTileBytes + t * 128 + ((c ^ x_swizzle(n, t)) << 4);
@@ -155,11 +155,11 @@ __device__ inline void stage_x(const GemvParams& p, const float* rstd, uint8_t* 
   }
 }
 
-// The same from f16 rows by 16-byte cp.async, for one row (gemv.cu says why) and for f16 inputs
-// the copy engine cannot take (K not a multiple of 64): nothing passes through registers, so the copies of the next chunk
-// overlap the current chunk's products. Columns past K and rows past M are zero-filled.
-// Needs x_stride % 8 == 0 (16-byte aligned sources, gemv_x_async); offsets are 32-bit
-// (check_params).
+// The same from f16 rows by 16-byte cp.async, for one row (gemv.cu says why) and for f16
+// inputs the copy engine cannot take (K not a multiple of 64): nothing passes through
+// registers, so the copies of the next chunk overlap the current chunk's products. Columns
+// past K and rows past M are zero-filled. Needs x_stride % 8 == 0 (16-byte aligned sources,
+// gemv_x_async); offsets are 32-bit (check_params).
 __device__ inline void stage_x_async(const GemvParams& p, uint8_t* xs, int tile0, int n_tiles) {
   const int lane = threadIdx.x & 31, n_seqs = p.n_seqs, x_stride = p.in.x_stride, k_elems = p.mats.k_elems;
   const int x_rows = gemv_x_rows(n_seqs), tile_stride = gemv_x_tile_stride(n_seqs, false);
