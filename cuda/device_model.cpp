@@ -29,7 +29,7 @@ DeviceMatrix upload_rows(TensorType type, int64_t n_cols, const std::vector<cons
   m.record_bytes = *tile_record_bytes(type);
   const RepackedShape shape{m.n_rows, m.n_cols, m.n_tiles, m.record_bytes};
   m.data = DeviceBuffer<uint8_t>(shape.size_bytes());
-  const int64_t group_bytes = int64_t{kRowGroup} * m.n_tiles * m.record_bytes;
+  const int64_t group_bytes = repacked_group_bytes(m.n_tiles, m.record_bytes);
   const int64_t groups_per_slab = std::max<int64_t>(1, (64 << 20) / group_bytes);
   std::vector<uint8_t> slab(static_cast<size_t>(std::min(groups_per_slab, shape.n_groups()) * group_bytes));
   for (int64_t g = 0; g < shape.n_groups(); g += groups_per_slab) {

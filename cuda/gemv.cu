@@ -97,8 +97,6 @@ void launch_gemv(TensorType type, GemvParams p, cudaStream_t stream) {
     p.split.reduce = cluster ? GemvReduce::Cluster : GemvReduce::Counters;
   }
   check_params(p);
-  // Activation tiles staged at once: as many as the budget holds for this M (any chunking gives
-  // the same arithmetic: the accumulators run on across chunks).
   // f16 rows of more than one sequence go by the copy engine where the layout allows (a tensor
   // map per launch: inside a graph capture the parameters, map included, are recorded with the
   // launch). One row stays on cp.async: its whole split is one chunk that 128 threads copy at
@@ -106,6 +104,8 @@ void launch_gemv(TensorType type, GemvParams p, cudaStream_t stream) {
   // ffn_down launch measured 22.2 -> 24.5-26.0 us (perf-notes v9).
   p.x_tma = gemv_x_async(p.in) && p.n_seqs > 1 &&
             encode_gemv_x_map(p.x_map, p.in.x, p.in.x_stride, p.mats.k_elems, p.n_seqs, gemv_x_rows(p.n_seqs));
+  // Activation tiles staged at once: as many as the budget holds for this M (any chunking gives
+  // the same arithmetic: the accumulators run on across chunks).
   const int buf_bytes = kGemvXBudgetBytes / (gemv_x_async(p.in) ? 2 : 1);
   p.x_chunk_tiles = std::clamp(buf_bytes / gemv_x_tile_stride(p.n_seqs, p.x_tma), 1, p.split.tiles_per_split);
 #define CALL(T) detail::launch_gemv_typed<T>(p, stream)

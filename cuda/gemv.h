@@ -132,8 +132,9 @@ struct GemvParams {
   CUtensorMap x_map{};        // set by launch_gemv (tensor_map.h), read in place by the kernel
 };
 
-// Whether the kernel stages this input by cp.async into two chunk buffers (f16 rows whose
-// 8-element vectors are 16-byte aligned); otherwise through registers into one buffer.
+// Whether the kernel stages this input asynchronously into two chunk buffers, by the copy
+// engine or cp.async (f16 rows whose 8-element vectors are 16-byte aligned); otherwise through
+// registers into one buffer.
 __host__ __device__ inline bool gemv_x_async(const GemvInput& in) { return in.kind == GemvIn::Half && in.x_stride % 8 == 0; }
 
 // Split count for a matrix group: depends on the shape and the device only, never on M.

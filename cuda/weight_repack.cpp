@@ -142,8 +142,7 @@ void repack_groups(TensorType type, int64_t n_cols, const std::vector<const uint
                    int64_t group_end, uint8_t* dst) {
   const int rec = *tile_record_bytes(type);
   const int64_t n_tiles = (n_cols + kTileElems - 1) / kTileElems;
-  const size_t group_tile_bytes = static_cast<size_t>(kRowGroup) * rec;
-  std::memset(dst, 0, static_cast<size_t>(group_end - group_begin) * n_tiles * group_tile_bytes);
+  std::memset(dst, 0, static_cast<size_t>((group_end - group_begin) * repacked_group_bytes(n_tiles, rec)));
   std::vector<uint8_t> one(static_cast<size_t>(n_tiles * rec));
   for (int64_t r = group_begin * kRowGroup; r < group_end * kRowGroup && r < static_cast<int64_t>(rows.size()); ++r) {
     const uint8_t* row = rows[static_cast<size_t>(r)];
@@ -159,7 +158,7 @@ void repack_groups(TensorType type, int64_t n_cols, const std::vector<const uint
 
 void repack_groups(ThreadPool& pool, TensorType type, int64_t n_cols, const std::vector<const uint8_t*>& rows,
                    int64_t group_begin, int64_t group_end, uint8_t* dst) {
-  const int64_t group_bytes = int64_t{kRowGroup} * ((n_cols + kTileElems - 1) / kTileElems) * *tile_record_bytes(type);
+  const int64_t group_bytes = repacked_group_bytes((n_cols + kTileElems - 1) / kTileElems, *tile_record_bytes(type));
   pool.parallel_for(group_end - group_begin, 8, [&](int64_t b, int64_t e) {
     repack_groups(type, n_cols, rows, group_begin + b, group_begin + e, dst + b * group_bytes);
   });

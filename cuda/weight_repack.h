@@ -70,13 +70,18 @@ inline std::optional<int> tile_record_bytes(TensorType type) {
 // further. Used by the upload, the GEMV's SwiGLU output and the prefill SwiGLU kernel.
 CHORUS_HOST_DEVICE constexpr int64_t gate_up_column(int64_t i) { return (i / 16) * 32 + i % 16; }
 
+// Bytes of one 16-row group of a repacked matrix: its records of every tile.
+inline int64_t repacked_group_bytes(int64_t n_tiles, int record_bytes) {
+  return int64_t{kRowGroup} * n_tiles * record_bytes;
+}
+
 struct RepackedShape {
   int64_t n_rows = 0;        // ne1: output features
   int64_t n_cols = 0;        // ne0: input features (K)
   int64_t n_tiles = 0;       // ceil(K / 256)
   int record_bytes = 0;
   int64_t n_groups() const { return (n_rows + kRowGroup - 1) / kRowGroup; }
-  size_t size_bytes() const { return static_cast<size_t>(n_groups() * kRowGroup * n_tiles * record_bytes); }
+  size_t size_bytes() const { return static_cast<size_t>(n_groups() * repacked_group_bytes(n_tiles, record_bytes)); }
 };
 
 // Byte offset of (row, tile)'s record in the repacked matrix.

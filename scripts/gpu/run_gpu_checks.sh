@@ -90,7 +90,6 @@ fi
 # and of one 512-token prefill on the 8B model; summed per kernel name.
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 if has profile; then
-  : "$NCU"$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
   IFS=';' read -ra runs <<< "${PROFILE_RUNS:-decode 1;decode 32;prefill 1}"
   for what in "${runs[@]}"; do
     set -- $what
