@@ -283,6 +283,14 @@ struct TileDequant<TensorType::Q5_K> {
   }
 };
 
+// Q4_K part t's 24-bit field of scales and mins (weight_repack.h: q4k_part_field), from the
+// record's first 16 bytes: byte t of the words y, z, w. Two byte permutes; the selectors depend
+// on t only, so a kernel computes them once.
+__device__ __forceinline__ uint32_t q4k_field(const uint4& head, int t) {
+  const uint32_t yz = __byte_perm(head.y, head.z, static_cast<uint32_t>(t | ((t + 4) << 4)));
+  return __byte_perm(yz, head.w, static_cast<uint32_t>(0x10 | ((t + 4) << 8)));
+}
+
 // Q4_K part t: sub-block 2t in the low nibbles of the part's 32 qs bytes, 2t+1 in the high
 // ones; with bytes 1 and 2 of each word swapped at repack, word wd yields w[2wd] and w[2wd+1]
 // (low nibbles, masks 0x000F000F on v and v >> 8) and w[16+2wd], w[17+2wd] (high nibbles, mask
@@ -295,8 +303,13 @@ struct PartQ4K {
   __device__ __forceinline__ static Row load(const uint8_t* rec, int t) {
     Row r;
     const uint4 head = ld16(rec);
-    k_scale_min_h2(head, 2 * t, r.s_lo, r.m_lo);
-    k_scale_min_h2(head, 2 * t + 1, r.s_hi, r.m_hi);
+    const uint32_t f = q4k_field(head, t);
+    const float d = h_bits_to_f32(static_cast<uint16_t>(head.x & 0xffff));
+    const float dmin = h_bits_to_f32(static_cast<uint16_t>(head.x >> 16));
+    r.s_lo = __float2half2_rn(d * static_cast<float>(f & 63u));
+    r.s_hi = __float2half2_rn(d * static_cast<float>((f >> 6) & 63u));
+    r.m_lo = __float2half2_rn(-dmin * static_cast<float>((f >> 12) & 63u));
+    r.m_hi = __float2half2_rn(-dmin * static_cast<float>((f >> 18) & 63u));
     const uint4 a = ld16(rec + 16 + 32 * t), b = ld16(rec + 32 + 32 * t);
     r.q[0] = a.x; r.q[1] = a.y; r.q[2] = a.z; r.q[3] = a.w; r.q[4] = b.x; r.q[5] = b.y; r.q[6] = b.z; r.q[7] = b.w;
     return r;

@@ -57,13 +57,18 @@ void repack_plain_row(const uint8_t* row, int64_t n_cols, int64_t n_tiles, int e
   }
 }
 
-// Q4_K: the block as is, with bytes 1 and 2 of each qs word swapped: a word then holds
-// elements (j, j+1) of both sub-blocks in its low byte pair and (j+2, j+3) in its high one.
+// Q4_K: d and dmin as they are; the 12 bytes of 6-bit scales and mins regrouped per part
+// (q4k_part_field); bytes 1 and 2 of each qs word swapped: a word then holds elements (j, j+1)
+// of both sub-blocks in its low byte pair and (j+2, j+3) in its high one.
 void repack_q4k_row(const uint8_t* row, int64_t n_tiles, uint8_t* dst) {
   for (int64_t t = 0; t < n_tiles; ++t) {
     const uint8_t* b = row + t * 144;
     uint8_t* rec = dst + t * 144;
-    std::memcpy(rec, b, 16);
+    std::memcpy(rec, b, 4);
+    for (int part = 0; part < 4; ++part) {
+      const uint32_t field = q4k_part_field(b + 4, part);
+      for (int byte = 0; byte < 3; ++byte) rec[4 + 4 * byte + part] = static_cast<uint8_t>(field >> (8 * byte));
+    }
     for (int w = 0; w < 32; ++w) {
       const uint8_t* s = b + 16 + 4 * w;
       uint8_t* d = rec + 16 + 4 * w;

@@ -16,8 +16,10 @@
 //   Q4_1 : qs[8][16] @0, d[8] @128, m[8] @144          160 B
 //   Q5_0 : qs[8][16] @0, qh[8][4] @128, d[8] @160      176 B
 //   Q5_1 : qs[8][16] @0, qh[8][4] @128, d[8] @160, m[8] @176   192 B
-//   Q4_K : the ggml block (d, dmin, scales[12], qs[128]) with bytes 1 and 2 of every 32-bit
-//          word of qs swapped, so one mask yields two neighbouring elements    144 B
+//   Q4_K : d @0, dmin @2, the 6-bit scales and mins regrouped @4 (part t's 24-bit
+//          q4k_part_field in byte t of the words @4, @8, @12: bits 0-7, 8-15, 16-23), the
+//          ggml qs[128] @16 with bytes 1 and 2 of every 32-bit word swapped, so one mask
+//          yields two neighbouring elements                                    144 B
 //   Q5_K : the ggml block as is (d, dmin, scales[12], qh[32], qs[128])  176 B
 //   Q6_K : low nibbles @0 (part t at 32t), high bit pairs @128 (part t at 128 + 16t),
 //          scales[16] @192, d @208, pad             224 B   (see q6k_nibble_bit / q6k_high_bit)
@@ -99,6 +101,26 @@ void repack_groups(TensorType type, int64_t n_cols, const std::vector<const uint
 // so the bytes do not depend on the partition.
 void repack_groups(ThreadPool& pool, TensorType type, int64_t n_cols, const std::vector<const uint8_t*>& rows,
                    int64_t group_begin, int64_t group_end, uint8_t* dst);
+
+// Q4_K: the scales and mins of part t's two sub-blocks (2t: low nibbles, 2t+1: high ones)
+// from ggml's 12 packed bytes, as one 24-bit field: bits 0-5 sc[2t], 6-11 sc[2t+1], 12-17
+// m[2t], 18-23 m[2t+1]. ggml keeps sub-block j < 4 in the low 6 bits of bytes j (scale) and
+// j + 4 (min); j >= 4 in the nibbles of byte j + 4 with the top two bits in bytes j - 4 / j.
+inline void q4k_scale_min(const uint8_t* scales, int j, uint32_t& sc, uint32_t& m) {
+  if (j < 4) {
+    sc = scales[j] & 63u;
+    m = scales[j + 4] & 63u;
+  } else {
+    sc = (scales[j + 4] & 0xFu) | ((scales[j - 4] >> 6u) << 4u);
+    m = (scales[j + 4] >> 4u) | ((scales[j] >> 6u) << 4u);
+  }
+}
+inline uint32_t q4k_part_field(const uint8_t* scales, int t) {
+  uint32_t sc_lo, m_lo, sc_hi, m_hi;
+  q4k_scale_min(scales, 2 * t, sc_lo, m_lo);
+  q4k_scale_min(scales, 2 * t + 1, sc_hi, m_hi);
+  return sc_lo | (sc_hi << 6) | (m_lo << 12) | (m_hi << 18);
+}
 
 // Q6_K record: where element e (0..255) of a tile keeps its low nibble and its high two bits
 // (bit offsets from the record start), as the repacker writes them; PartQ6K (quant_tile.cuh)

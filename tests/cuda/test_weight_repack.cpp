@@ -37,21 +37,16 @@ float half_at(const uint8_t* p) {
   return quant::fp16_to_f32(h);
 }
 
-// Q4_K record: part t, word wd of its qs (bytes 16 + 32t + 4wd): low nibbles of elements
-// 4wd, 4wd+2 at bits 0 / 8 and 4wd+1, 4wd+3 at bits 16 / 24 (sub-block 2t); high nibbles
-// likewise for elements 32 + ... (sub-block 2t+1).
+// Q4_K record: part t's scales and mins in byte t of the words at 4, 8, 12 (a 24-bit field:
+// sc of sub-block 2t, sc of 2t+1, m of 2t, m of 2t+1, 6 bits each); word wd of its qs (bytes
+// 16 + 32t + 4wd): low nibbles of elements 4wd, 4wd+2 at bits 0 / 8 and 4wd+1, 4wd+3 at bits
+// 16 / 24 (sub-block 2t); high nibbles likewise for elements 32 + ... (sub-block 2t+1).
 std::vector<float> decode_q4k(const uint8_t* rec) {
   const float d = half_at(rec), dmin = half_at(rec + 2);
-  const uint8_t* sc = rec + 4;
-  auto scale_min = [&](int j, int& s, int& m) {
-    if (j < 4) { s = sc[j] & 63; m = sc[j + 4] & 63; }
-    else { s = (sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4); m = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4); }
-  };
   std::vector<float> out(256);
   for (int t = 0; t < 4; ++t) {
-    int s_lo, m_lo, s_hi, m_hi;
-    scale_min(2 * t, s_lo, m_lo);
-    scale_min(2 * t + 1, s_hi, m_hi);
+    const uint32_t field = rec[4 + t] | (rec[8 + t] << 8) | (rec[12 + t] << 16);
+    const int s_lo = field & 63, s_hi = (field >> 6) & 63, m_lo = (field >> 12) & 63, m_hi = (field >> 18) & 63;
     for (int wd = 0; wd < 8; ++wd) {
       const uint32_t v = word(rec + 16 + 32 * t + 4 * wd);
       const int shift_of[4] = {0, 16, 8, 24};  // element 4wd + i
