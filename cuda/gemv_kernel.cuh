@@ -10,7 +10,8 @@
 // kernel drains. Activations are staged once per chunk of tiles for the whole block: f16 rows
 // by the copy engine (a tensor-map box per tile; 16-byte cp.async for one row, or where K is
 // not a multiple of 64) into two buffers, the next chunk landing while the warps multiply the current one;
-// normalized f32 rows (used for few rows only, see gemv.h) through registers.
+// normalized f32 rows (used for few rows only, see gemv.h) through registers. Q4_K tiles take
+// the integer-exact route of gemv_q4k_exact.cuh.
 #include <cuda_fp16.h>
 
 #include "cuda/bulk_copy.cuh"
@@ -18,7 +19,9 @@
 #include "cuda/dequant_kernels.cuh"
 #include "cuda/gemv.h"
 #include "cuda/gemv_epilogue.cuh"
+#include "cuda/gemv_q4k_exact.cuh"
 #include "cuda/launch.cuh"
+#include "cuda/mma.cuh"
 #include "cuda/norm_rows.cuh"
 #include "cuda/quant_tile.cuh"
 #include "cuda/weight_repack.h"
@@ -48,6 +51,10 @@ struct GemvShape {
   static constexpr int kBarBytes = (kWarps * kStages * 8 + 2 * 8 + 127) / 128 * 128;
   static constexpr int kWBytes = kWarps * kStages * kWarpTile;
   static constexpr int kMinBlocks = kWarps > kGemvWarps ? 2 : 1;  // 8 warps: <= 128 registers
+  // Q4_K past one column group: the block computes each tile's sub-block sums once
+  // (gemv_q4k_exact.cuh), [2 buffers][chunk tile][column group][lane] fragments.
+  static constexpr bool kBlockXsum = kType == TensorType::Q4_K && kNT > 1;
+  static constexpr int kXsumTileBytes = kBlockXsum ? kNT * 32 * 4 : 0;
   static_assert(kWarpTile % 16 == 0, "pipeline layout");
 };
 
@@ -63,13 +70,6 @@ struct GemvShape {
 __device__ __forceinline__ int x_swizzle(int n, int t) { return ((n & 1) << 2) | t; }
 __device__ __forceinline__ int x_granule_offset(int n, int t, int c) {  // bytes within a tile
   return n * kGemvXTileBytes + t * 128 + ((c ^ x_swizzle(n, t)) << 4);
-}
-
-__device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 // 8 consecutive activations of row n from element k (zero past K), as f16.
@@ -200,7 +200,13 @@ __device__ inline void load_rstd(const GemvParams& p, float* rstd) {
 // address of lane (g, t)'s B granules in this tile with the swizzle in bits 4-6 (x_lane_offset):
 // granule c of column group nt is at (x_lane ^ 16 c) + nt * 8 rows.
 template <TensorType kType, int kNT>
-__device__ __forceinline__ void warp_tile_mma(const uint8_t* wt, uint32_t x_lane, int lane, float (&acc)[kNT][4]) {
+__device__ __forceinline__ void warp_tile_mma(const uint8_t* wt, uint32_t x_lane, int lane, float (&acc)[kNT][4],
+                                              const uint32_t* xsum_tile) {
+  if constexpr (kType == TensorType::Q4_K) {
+    // integer-exact operands (gemv_q4k_exact.cuh)
+    warp_tile_q4k_exact<kNT>(wt, x_lane, lane, acc, xsum_tile);
+    return;
+  }
   using L = PartLoader<kType>;
   constexpr int kRec = record_bytes_of(kType);
   const int g = lane >> 2, t = lane & 3;
@@ -291,6 +297,16 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
   const int x_lane = x_lane_offset<kNT>(p.n_seqs, lane);
   const bool async_x = gemv_x_async(p.in);
   const int buf_bytes = chunk * tile_stride;  // one chunk buffer (two when async_x)
+  uint32_t* xsum = reinterpret_cast<uint32_t*>(xs + (async_x ? 2 : 1) * buf_bytes);
+  // The sub-block sums of chunk ci's tiles (S::kBlockXsum), a (tile, column group) per warp.
+  auto block_xsum = [&](const uint8_t* xc, int ci, int n_tiles) {
+    uint32_t* dst = xsum + (ci & 1) * chunk * kNT * 32;
+    for (int item = warp; item < n_tiles * kNT; item += S::kWarps) {
+      const int tile = item / kNT, nt = item % kNT;
+      dst[item * 32 + lane] =
+          q4k_xsum_group(smem_u32(xc) + x_lane + tile * tile_stride + nt * 8 * kGemvXTileBytes, lane);
+    }
+  };
   // Stages chunk ci (tiles from tile0) into its buffer, when x is double-buffered.
   auto stage_async = [&](int ci, int tile0, int n_tiles) {
     uint8_t* buf = xs + (ci & 1) * buf_bytes;
@@ -310,21 +326,34 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
       } else {
         cp_async_wait_all();
       }
+      // The copy engine's bytes are visible to every thread that waited on the barrier.
+      if constexpr (S::kBlockXsum) if (p.x_tma) block_xsum(xc, ci, n_chunk);
       // Chunk ci has landed for every thread, and every warp is done with chunk ci - 1, whose
       // buffer the next chunk refills.
       __syncthreads();
+      if constexpr (S::kBlockXsum) {
+        if (!p.x_tma) {
+          block_xsum(xc, ci, n_chunk);
+          __syncthreads();
+        }
+      }
       if (c0 + chunk < n_my) stage_async(ci + 1, tile_begin + c0 + chunk, min(chunk, n_my - c0 - chunk));
     } else {
       if (c0 > 0) __syncthreads();  // every warp is done with the previous chunk
       stage_x(p, rstd_s, xc, tile_begin + c0, n_chunk);
       __syncthreads();
+      if constexpr (S::kBlockXsum) {
+        block_xsum(xc, ci, n_chunk);
+        __syncthreads();
+      }
     }
     if (!warp_active) continue;
     const uint32_t xc_lane = smem_u32(xc) + x_lane;
     for (int i = c0; i < c0 + n_chunk; ++i) {
       const int slot = i % S::kStages;
       mbar_wait(bars + slot, static_cast<uint32_t>(i / S::kStages) & 1u);
-      warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, xc_lane + (i - c0) * tile_stride, lane, acc);
+      warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, xc_lane + (i - c0) * tile_stride, lane, acc,
+                                xsum + ((ci & 1) * chunk + i - c0) * kNT * 32);
       __syncwarp();  // the whole warp has read the stage before it is refilled
       if (lane == 0 && i + S::kStages < n_my) issue_tile<kType, kNT>(bars, stages, w_src, i + S::kStages);
     }
@@ -334,10 +363,14 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
 
 namespace detail {
 
-// Bytes of the x chunk / epilogue area for this launch, and the slack that aligns it to 1024.
-inline size_t gemv_x_region_bytes(const GemvParams& p, int block_rows) {
+// Bytes of the x chunk (+ sub-block sums) / epilogue area for this launch, and the slack that
+// aligns it to 1024.
+inline size_t gemv_x_region_bytes(const GemvParams& p, int block_rows, int xsum_tile_bytes) {
+  // Chunk buffers: two (async) or one, sums for two chunks.
   const size_t n_bufs = gemv_x_async(p.in) ? 2 : 1;
-  const size_t x = n_bufs * p.x_chunk_tiles * gemv_x_tile_stride(p.n_seqs, p.x_tma);
+  const size_t n_sums = 2;
+  const size_t x = (n_bufs * gemv_x_tile_stride(p.n_seqs, p.x_tma) + n_sums * static_cast<size_t>(xsum_tile_bytes)) *
+                   p.x_chunk_tiles;
   const size_t vals = static_cast<size_t>(p.n_seqs) * block_rows * 4;
   return (std::max(x, vals) + 15) / 16 * 16 + (p.x_tma ? 1024 : 0);
 }
@@ -360,7 +393,7 @@ void launch_nt(const GemvParams& p, cudaStream_t stream) {
     throw CudaError("gemv: record of " + std::to_string(p.mats.record_bytes) + " bytes, kernel expects " +
                     std::to_string(S::kRec));
   }
-  const size_t smem = S::kBarBytes + S::kWBytes + gemv_x_region_bytes(p, S::kBlockRows);
+  const size_t smem = S::kBarBytes + S::kWBytes + gemv_x_region_bytes(p, S::kBlockRows, S::kXsumTileBytes);
   if (smem > static_cast<size_t>(kGemvMaxSmem)) throw CudaError("gemv: " + std::to_string(smem) + " bytes of shared memory");
   const unsigned cluster_y = p.split.reduce == GemvReduce::Cluster ? static_cast<unsigned>(p.split.n_splits) : 1u;
   launch_pdl_clustered(gemv_kernel<kType, kNT>, dim3(gemv_row_blocks(p.mats, S::kBlockRows), p.split.n_splits),

@@ -1,7 +1,8 @@
 // Batched quantized GEMV (every input and output kind), f16 dequantization and embedding
 // lookup against CPU references on fresh random data for every tensor type.
-// Tolerance: weights are rounded to f16 once (relative 2^-11) and activations are f16 inputs;
-// accumulation is f32. Expected relative L2 error ~3e-4; bound 2e-3. Batch invariance is
+// Tolerance: weights are rounded to f16 once (relative 2^-11; Q4_K: exact integer products,
+// with only its min terms and sub-block sums rounded to f16, gemv_q4k_exact.cuh) and
+// activations are f16 inputs; accumulation is f32. Expected relative L2 error ~3e-4; bound 2e-3. Batch invariance is
 // checked bit for bit: the first m rows of a 32-row launch equal an m-row launch.
 #include <gtest/gtest.h>
 
