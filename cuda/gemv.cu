@@ -108,6 +108,17 @@ void launch_gemv(TensorType type, GemvParams p, cudaStream_t stream) {
   // the same arithmetic: the accumulators run on across chunks).
   const int buf_bytes = kGemvXBudgetBytes / (gemv_x_async(p.in) ? 2 : 1);
   p.x_chunk_tiles = std::clamp(buf_bytes / gemv_x_tile_stride(p.n_seqs, p.x_tma), 1, p.split.tiles_per_split);
+  // Past 8 rows a chunk is one tile, and the block barrier that recycled the two chunk buffers
+  // held every warp to the slowest once per tile (a fifth of the M = 32 gate|up launch's stall
+  // samples, perf-notes v10): the ring recycles buffers without one. Both give the same bits.
+  // Splits of under kGemvRingMinTiles tiles keep the chunk loop: tried against 1B N = 32 (its
+  // launches are nearly all 2-tile splits), which did not move; the kernel-level bench since
+  // shows the ring faster there too (perf-notes v10, next steps).
+  p.x_ring_bufs = 0;
+  if (p.x_tma && p.n_seqs > 8 && p.split.tiles_per_split >= kGemvRingMinTiles) {
+    p.x_chunk_tiles = 1;
+    p.x_ring_bufs = std::clamp(kGemvXRingBytes / gemv_x_tile_stride(p.n_seqs, true), 2, kGemvMaxRingBufs);
+  }
 #define CALL(T) detail::launch_gemv_typed<T>(p, stream)
   CHORUS_TYPE_SWITCH(type, CALL)
 #undef CALL

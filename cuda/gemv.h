@@ -45,6 +45,13 @@ inline constexpr int kNormGroup = 64;         // columns per sum-of-squares part
 // gemv_x_async).
 inline constexpr int kGemvXTileBytes = 512;
 inline constexpr int kGemvXBudgetBytes = 32 * 1024;  // M = 32: two 1-tile buffers
+// More than 8 rows by the copy engine: a ring of one-tile buffers (gemv_kernel.cuh) in this
+// budget, 2..kGemvMaxRingBufs of them (M = 32: 2, M = 16: 4). 48 KB (3 buffers at M = 32)
+// measured no faster per step and takes 16 KB more of a multiprocessor's shared memory per
+// block (perf-notes v10).
+inline constexpr int kGemvXRingBytes = 32 * 1024;
+inline constexpr int kGemvMaxRingBufs = 6;
+inline constexpr int kGemvRingMinTiles = 4;  // splits shorter than this keep the chunk loop (gemv.cu)
 __host__ __device__ constexpr int gemv_x_rows(int n_seqs) { return n_seqs <= 8 ? n_seqs : (n_seqs + 7) / 8 * 8; }
 __host__ __device__ constexpr int gemv_x_tile_stride(int n_seqs, bool tma) {
   const int bytes = gemv_x_rows(n_seqs) * kGemvXTileBytes;
@@ -129,6 +136,7 @@ struct GemvParams {
   int32_t n_seqs = 0;        // M, 1..32
   int32_t x_chunk_tiles = 0;  // set by launch_gemv: K tiles of x staged in shared memory at once
   int32_t x_tma = 0;          // set by launch_gemv: x_map is valid, the copy engine stages x
+  int32_t x_ring_bufs = 0;    // set by launch_gemv: > 0: x in a ring of that many one-tile buffers
   CUtensorMap x_map{};        // set by launch_gemv (tensor_map.h), read in place by the kernel
 };
 

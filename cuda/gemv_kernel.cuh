@@ -10,8 +10,10 @@
 // kernel drains. Activations are staged once per chunk of tiles for the whole block: f16 rows
 // by the copy engine (a tensor-map box per tile; 16-byte cp.async for one row, or where K is
 // not a multiple of 64) into two buffers, the next chunk landing while the warps multiply the current one;
-// normalized f32 rows (used for few rows only, see gemv.h) through registers. Q4_K tiles take
-// the integer-exact route of gemv_q4k_exact.cuh.
+// normalized f32 rows (used for few rows only, see gemv.h) through registers. Past 8 rows by
+// the copy engine, splits of several tiles use a ring of one-tile buffers instead, recycled
+// without block barriers (the ring, below). Q4_K tiles take the integer-exact route of
+// gemv_q4k_exact.cuh.
 #include <cuda_fp16.h>
 
 #include "cuda/bulk_copy.cuh"
@@ -47,8 +49,9 @@ struct GemvShape {
   // two activation buffers (16 KB each at M = 32) two blocks fit.
   static constexpr int kStages = kNT == 1 ? (kWarpTile <= 3072 ? 4 : (kWarpTile <= 8192 ? 3 : 2))
                                           : (kWarps * kWarpTile <= 18432 ? 3 : 2);
-  // mbarriers (the warps' stages, then the two x buffers' for the copy engine), padded.
-  static constexpr int kBarBytes = (kWarps * kStages * 8 + 2 * 8 + 127) / 128 * 128;
+  // mbarriers (the warps' stages, then the x buffers' for the copy engine: two chunk buffers,
+  // or a ring's full and sums barriers and its release counters), padded.
+  static constexpr int kBarBytes = (kWarps * kStages * 8 + kGemvMaxRingBufs * (8 + 8 + 4) + 127) / 128 * 128;
   static constexpr int kWBytes = kWarps * kStages * kWarpTile;
   static constexpr int kMinBlocks = kWarps > kGemvWarps ? 2 : 1;  // 8 warps: <= 128 registers
   // Q4_K past one column group: the block computes each tile's sub-block sums once
@@ -201,10 +204,10 @@ __device__ inline void load_rstd(const GemvParams& p, float* rstd) {
 // granule c of column group nt is at (x_lane ^ 16 c) + nt * 8 rows.
 template <TensorType kType, int kNT>
 __device__ __forceinline__ void warp_tile_mma(const uint8_t* wt, uint32_t x_lane, int lane, float (&acc)[kNT][4],
-                                              const uint32_t* xsum_tile) {
+                                              const uint32_t* xsum_tile, uint64_t* xsum_bar, uint32_t xsum_parity) {
   if constexpr (kType == TensorType::Q4_K) {
     // integer-exact operands (gemv_q4k_exact.cuh)
-    warp_tile_q4k_exact<kNT>(wt, x_lane, lane, acc, xsum_tile);
+    warp_tile_q4k_exact<kNT>(wt, x_lane, lane, acc, xsum_tile, xsum_bar, xsum_parity);
     return;
   }
   using L = PartLoader<kType>;
@@ -242,6 +245,12 @@ __device__ __forceinline__ int x_lane_offset(int n_seqs, int lane) {
   return n * kGemvXTileBytes + t * 128 + (x_swizzle(n, t) << 4);
 }
 
+// One tile of x (all x_rows rows) by the copy engine into dst, completing on bar; any one thread.
+__device__ __forceinline__ void issue_x_tile(const GemvParams& p, uint8_t* dst, uint64_t* bar, int tile) {
+  mbar_arrive_expect_tx(bar, static_cast<uint32_t>(gemv_x_rows(p.n_seqs) * kGemvXTileBytes));
+  tma_load_3d(dst, &p.x_map, 0, tile * 4, 0, bar);
+}
+
 template <TensorType kType, int kNT>
 __device__ __forceinline__ void issue_tile(uint64_t* bars, uint8_t* stages, const uint8_t* src, int i) {
   using S = GemvShape<kType, kNT>;
@@ -268,6 +277,11 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
 
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem) + warp * S::kStages;
   uint64_t* x_bars = reinterpret_cast<uint64_t*>(smem) + S::kWarps * S::kStages;  // p.x_tma: one per buffer
+  // The ring (p.x_ring_bufs > 0): full barriers, sums barriers (Q4_K), release counters.
+  const int n_ring = p.x_ring_bufs;
+  uint64_t* ring_full = x_bars;
+  uint64_t* ring_sums = x_bars + n_ring;
+  int* ring_count = reinterpret_cast<int*>(x_bars + 2 * n_ring);
   uint8_t* stages = smem + S::kBarBytes + warp * S::kStages * S::kWarpTile;
   uint8_t* xs = smem + S::kBarBytes + S::kWBytes;
   if (p.x_tma) xs += (1024 - smem_u32(xs) % 1024) % 1024;  // the swizzle's period (launch_nt adds the slack)
@@ -276,8 +290,16 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
   if (lane == 0) {
     for (int s = 0; s < S::kStages; ++s) mbar_init(bars + s, 1);
     if (p.x_tma && warp == 0) {
-      mbar_init(x_bars, 1);
-      mbar_init(x_bars + 1, 1);
+      if (n_ring > 0) {
+        for (int b = 0; b < n_ring; ++b) {
+          mbar_init(ring_full + b, 1);
+          mbar_init(ring_sums + b, kNT);
+          ring_count[b] = 0;
+        }
+      } else {
+        mbar_init(x_bars, 1);
+        mbar_init(x_bars + 1, 1);
+      }
     }
     mbar_fence_init();
   }
@@ -295,6 +317,58 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
   for (int i = 0; i < kNT; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
   const int chunk = p.x_chunk_tiles, tile_stride = gemv_x_tile_stride(p.n_seqs, p.x_tma);
   const int x_lane = x_lane_offset<kNT>(p.n_seqs, lane);
+  if constexpr (kNT > 1) {
+    if (n_ring > 0) {
+      // The ring: tile i of the split in buffer i % n_ring. Each warp waits for the tile's
+      // bytes, multiplies it, and counts itself done with the buffer; the last warp to finish
+      // refills it with tile i + n_ring. No block barrier: a warp waits only for its data, and
+      // the copies run up to n_ring tiles ahead of the slowest warp. For Q4_K, kNT warps
+      // (rotating with i) compute the tile's sub-block sums first and signal them on the
+      // buffer's sums barrier; every warp waits for them before its min products.
+      uint32_t* ring_xsum = reinterpret_cast<uint32_t*>(xs + n_ring * tile_stride);
+      if (threadIdx.x == 0) {
+        for (int b = 0; b < n_ring && b < n_my; ++b) issue_x_tile(p, xs + b * tile_stride, ring_full + b, tile_begin + b);
+      }
+      int b = 0;
+      uint32_t phase = 0;
+      for (int i = 0; i < n_my; ++i) {
+        uint8_t* xb = xs + b * tile_stride;
+        uint32_t* xsum_tile = ring_xsum + b * kNT * 32;
+        mbar_wait(ring_full + b, phase);
+        if constexpr (S::kBlockXsum) {
+          const int nt = (warp - i) & (S::kWarps - 1);
+          if (nt < kNT) {
+            xsum_tile[nt * 32 + lane] = q4k_xsum_group(smem_u32(xb) + x_lane + nt * 8 * kGemvXTileBytes, lane);
+            __syncwarp();
+            if (lane == 0) mbar_arrive(ring_sums + b);
+          }
+        }
+        if (warp_active) {
+          const int slot = i % S::kStages;
+          mbar_wait(bars + slot, static_cast<uint32_t>(i / S::kStages) & 1u);
+          warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, smem_u32(xb) + x_lane, lane, acc, xsum_tile,
+                                    ring_sums + b, phase);
+          __syncwarp();  // the whole warp has read the stage before it is refilled
+          if (lane == 0 && i + S::kStages < n_my) issue_tile<kType, kNT>(bars, stages, w_src, i + S::kStages);
+        }
+        // The warp's loads of the buffer have returned (their values fed the products before
+        // this point), so once every warp has counted itself the copy engine may overwrite it
+        // (the same argument as a warp's weight stage, bulk_copy.cuh; a block-scope fence
+        // before the count, tried first, bought nothing measurable).
+        __syncwarp();
+        if (lane == 0 && atomicAdd(ring_count + b, 1) == S::kWarps - 1) {
+          ring_count[b] = 0;
+          if (i + n_ring < n_my) issue_x_tile(p, xb, ring_full + b, tile_begin + i + n_ring);
+        }
+        if (++b == n_ring) {
+          b = 0;
+          phase ^= 1u;
+        }
+      }
+      gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s);
+      return;
+    }
+  }
   const bool async_x = gemv_x_async(p.in);
   const int buf_bytes = chunk * tile_stride;  // one chunk buffer (two when async_x)
   uint32_t* xsum = reinterpret_cast<uint32_t*>(xs + (async_x ? 2 : 1) * buf_bytes);
@@ -353,7 +427,7 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
       const int slot = i % S::kStages;
       mbar_wait(bars + slot, static_cast<uint32_t>(i / S::kStages) & 1u);
       warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, xc_lane + (i - c0) * tile_stride, lane, acc,
-                                xsum + ((ci & 1) * chunk + i - c0) * kNT * 32);
+                                xsum + ((ci & 1) * chunk + i - c0) * kNT * 32, nullptr, 0);
       __syncwarp();  // the whole warp has read the stage before it is refilled
       if (lane == 0 && i + S::kStages < n_my) issue_tile<kType, kNT>(bars, stages, w_src, i + S::kStages);
     }
@@ -366,9 +440,9 @@ namespace detail {
 // Bytes of the x chunk (+ sub-block sums) / epilogue area for this launch, and the slack that
 // aligns it to 1024.
 inline size_t gemv_x_region_bytes(const GemvParams& p, int block_rows, int xsum_tile_bytes) {
-  // Chunk buffers: two (async) or one, sums for two chunks.
-  const size_t n_bufs = gemv_x_async(p.in) ? 2 : 1;
-  const size_t n_sums = 2;
+  // Chunk buffers: two (async) or one, sums for two chunks; a ring: a tile and its sums each.
+  const size_t n_bufs = p.x_ring_bufs > 0 ? p.x_ring_bufs : (gemv_x_async(p.in) ? 2 : 1);
+  const size_t n_sums = p.x_ring_bufs > 0 ? p.x_ring_bufs : 2;
   const size_t x = (n_bufs * gemv_x_tile_stride(p.n_seqs, p.x_tma) + n_sums * static_cast<size_t>(xsum_tile_bytes)) *
                    p.x_chunk_tiles;
   const size_t vals = static_cast<size_t>(p.n_seqs) * block_rows * 4;

@@ -120,10 +120,11 @@ __device__ __forceinline__ uint32_t q4k_xsum_group(uint32_t x_lane, int lane) {
 // warp_tile_mma: x_lane is lane (g, t)'s swizzled B address in this tile). One column group
 // (kNT == 1) computes its sub-block sums in the loop from the B registers it loads; with more,
 // the block computes them once per tile (q4k_xsum_group, gemv_kernel) and xsum_tile holds
-// them: [column group][lane] fragments.
+// them: [column group][lane] fragments, complete (in the ring, gemv_kernel.cuh) once xsum_bar
+// has completed the phase of this parity; null where a block barrier already ordered them.
 template <int kNT>
 __device__ __forceinline__ void warp_tile_q4k_exact(const uint8_t* wt, uint32_t x_lane, int lane, float (&acc)[kNT][4],
-                                                    const uint32_t* xsum_tile) {
+                                                    const uint32_t* xsum_tile, uint64_t* xsum_bar, uint32_t xsum_parity) {
   constexpr int kRec = record_bytes_of(TensorType::Q4_K);
   const int g = lane >> 2, t = lane & 3;
   const Q4KExactRow ra = q4k_exact_load(wt + g * kRec, t);
@@ -158,6 +159,7 @@ __device__ __forceinline__ void warp_tile_q4k_exact(const uint8_t* wt, uint32_t 
       }
     }
   }
+  if (kNT > 1 && xsum_bar != nullptr) mbar_wait(xsum_bar, xsum_parity);  // the ring's sums of this tile
 #pragma unroll
   for (int nt = 0; nt < kNT; ++nt) {
     const uint32_t b_min = kNT == 1 ? q4k_xsum_fragment(xs) : xsum_tile[nt * 32 + lane];

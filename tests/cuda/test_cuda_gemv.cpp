@@ -51,14 +51,20 @@ TEST_P(GemvTest, MatchesCpuReferenceForEveryBatchSize) {
   const auto ref = reference(pr, x_f, x_stride, 32);
   const auto x = to_device(x_h);
 
-  const Rig rig(pr, 2);
-  const std::vector<float> full = run_partials(rig, x, x_stride, 32);
-  for (float v : full) ASSERT_TRUE(std::isfinite(v)) << "unwritten or non-finite output";
-  EXPECT_LT(test::rel_l2(full.data(), ref.data(), full.size()), 2e-3) << tensor_type_name(static_cast<uint32_t>(type));
+  // Two splits of 2 tiles (K-quants) and one of 4: past 8 rows the second takes the x ring
+  // (gemv.h: kGemvRingMinTiles) where the copy engine can stage x, the first the chunk loop.
+  for (int n_splits : {2, 1}) {
+    const Rig rig(pr, n_splits);
+    const std::vector<float> full = run_partials(rig, x, x_stride, 32);
+    for (float v : full) ASSERT_TRUE(std::isfinite(v)) << "unwritten or non-finite output";
+    EXPECT_LT(test::rel_l2(full.data(), ref.data(), full.size()), 2e-3)
+        << tensor_type_name(static_cast<uint32_t>(type)) << ", " << n_splits << " splits";
 
-  for (int m : {1, 3, 8, 9, 17, 31}) {
-    const std::vector<float> part = run_partials(rig, x, x_stride, m);
-    ASSERT_EQ(0, std::memcmp(part.data(), full.data(), part.size() * sizeof(float))) << "M=" << m;
+    for (int m : {1, 3, 8, 9, 17, 31}) {
+      const std::vector<float> part = run_partials(rig, x, x_stride, m);
+      ASSERT_EQ(0, std::memcmp(part.data(), full.data(), part.size() * sizeof(float)))
+          << "M=" << m << ", " << n_splits << " splits";
+    }
   }
 }
 

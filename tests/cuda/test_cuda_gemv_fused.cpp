@@ -111,11 +111,13 @@ TEST_P(GemvFusedTest, NormalizedInputSumAndBias) {
 // The decode step normalizes several rows once (launch_norm_rows) and hands the GEMV f16 rows,
 // which it stages by cp.async; one row goes through the fused normalized input. A sequence's
 // output must not depend on which route its step took, so the two must agree bit for bit,
-// also with K not a multiple of the 256-column tile (the async staging zero-fills the tail).
+// also with K not a multiple of the 256-column tile (the async staging zero-fills the tail),
+// and with 4-tile splits, where more than 8 f16 rows go through the x ring (gemv.h) and the
+// splits meet in a cluster.
 TEST_P(GemvFusedTest, NormPassGivesTheFusedNormsBits) {
   CHORUS_REQUIRE_GPU();
   const TensorType type = GetParam();
-  for (const int64_t k : {int64_t{1536}, int64_t{992}}) {
+  for (const int64_t k : {int64_t{1536}, int64_t{992}, int64_t{2048}}) {
     if (is_k_type(type) && k % 256 != 0) continue;  // K-quant rows are whole 256-column blocks
     std::mt19937 rng(57 + static_cast<int>(type) + static_cast<int>(k));
     const int64_t n = 136;
