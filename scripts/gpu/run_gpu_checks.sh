@@ -87,15 +87,15 @@ if has bench; then
 fi
 
 # Where a step's time goes: ncu times every kernel of one eager decode step (M = 1 and 32)
-# and of one 512-token prefill on the 8B model; summed per kernel name.
+# and of one 512-token prefill on the 8B model (PROFILE_MODEL=l1b: the 1B one); summed per kernel name.
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 if has profile; then
   IFS=';' read -ra runs <<< "${PROFILE_RUNS:-decode 1;decode 32;prefill 1}"
   for what in "${runs[@]}"; do
     set -- $what
     timeout 200 "$NCU" --clock-control none --profile-from-start off --metrics gpu__time_duration.sum --csv \
-      "$BIN/chorus-cuda-bench" --profile $1 /tmp/l8b.gguf $2 > /tmp/ncu.csv 2> /tmp/ncu.err
-    echo "-- ncu 8B $1 M=$2 (rc $?)" | tee -a "$OUT/profile.txt"
+      "$BIN/chorus-cuda-bench" --profile $1 "/tmp/${PROFILE_MODEL:-l8b}.gguf" $2 > /tmp/ncu.csv 2> /tmp/ncu.err
+    echo "-- ncu ${PROFILE_MODEL:-l8b} $1 M=$2 (rc $?)" | tee -a "$OUT/profile.txt"
     python3 - /tmp/ncu.csv <<'PY' | tee -a "$OUT/profile.txt"
 import csv, sys, collections, re
 rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
@@ -143,8 +143,11 @@ for spec in "${sass_runs[@]}"; do
 done
 
 if has enginebench; then
-  for _ in $(seq 1 120); do [ -f /tmp/e8b.done ] && break; sleep 2; done
-  tail -n 1 /tmp/esynth8b.log
+  # Wait for the synthetic 8B model only where esynth started it (on this machine).
+  if [ -f /tmp/esynth8b.log ]; then
+    for _ in $(seq 1 120); do [ -f /tmp/e8b.done ] && break; sleep 2; done
+    tail -n 1 /tmp/esynth8b.log
+  fi
   for m in /tmp/e8b.gguf /tmp/*.Q4_1.gguf "$CARRY"/models/*.gguf; do
     [ -f "$m" ] || continue
     section "chorus-bench run $m"
