@@ -111,9 +111,9 @@ void launch_gemv(TensorType type, GemvParams p, cudaStream_t stream) {
   // Past 8 rows a chunk is one tile, and the block barrier that recycled the two chunk buffers
   // held every warp to the slowest once per tile (a fifth of the M = 32 gate|up launch's stall
   // samples, perf-notes v10): the ring recycles buffers without one. Both give the same bits.
-  // Splits of under kGemvRingMinTiles tiles keep the chunk loop: tried against 1B N = 32 (its
-  // launches are nearly all 2-tile splits), which did not move; the kernel-level bench since
-  // shows the ring faster there too (perf-notes v10, next steps).
+  // Splits of under kGemvRingMinTiles tiles keep the chunk loop: tried against the 1B N = 32
+  // loss (its launches are nearly all 2-tile splits), which did not move it; whether the ring
+  // is better there is open (perf-notes v10, what is left).
   p.x_ring_bufs = 0;
   if (p.x_tma && p.n_seqs > 8 && p.split.tiles_per_split >= kGemvRingMinTiles) {
     p.x_chunk_tiles = 1;
