@@ -55,7 +55,8 @@ struct GemvShape {
   static constexpr int kWBytes = kWarps * kStages * kWarpTile;
   static constexpr int kMinBlocks = kWarps > kGemvWarps ? 2 : 1;  // 8 warps: <= 128 registers
   // Q4_K past one column group: the block computes each tile's sub-block sums once
-  // (gemv_q4k_exact.cuh), [2 buffers][chunk tile][column group][lane] fragments.
+  // (gemv_q4k_exact.cuh) into the x region after the tiles: [2 chunk buffers][chunk tile] or
+  // [ring buffer], then [column group][lane] fragments.
   static constexpr bool kBlockXsum = kType == TensorType::Q4_K && kNT > 1;
   static constexpr int kXsumTileBytes = kBlockXsum ? kNT * 32 * 4 : 0;
   static_assert(kWarpTile % 16 == 0, "pipeline layout");
