@@ -18,8 +18,10 @@
 //   m16n8k8 per column group with A = -dmin m_j (f16) per row and sub-block.
 // Numerics: the scale part is exact products summed in f32 (better than the generic route's
 // f16 weights); the min part rounds dmin * m and the sub-block sums (held as means, /32, so
-// that large activations cannot overflow f16) to f16 once each. Columns stay independent, so
-// results are bit-identical for every M (batch invariance).
+// that large activations cannot overflow f16) to f16 once each; the 32 goes into -32 dmin m,
+// which overflows f16 only past dmin * m = 2047 (weights of that size are many orders beyond
+// any real model's). Columns stay independent, so results are bit-identical for every M
+// (batch invariance).
 #include <cuda_fp16.h>
 
 #include <cstdint>
