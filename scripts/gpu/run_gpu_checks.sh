@@ -87,7 +87,8 @@ if has bench; then
 fi
 
 # Where a step's time goes: ncu times every kernel of one eager decode step (M = 1 and 32)
-# and of one 512-token prefill on the 8B model (PROFILE_MODEL=l1b: the 1B one); summed per kernel name.
+# and of one 512-token prefill on the 8B model (PROFILE_MODEL=l1b: the 1B one, here and in the
+# DETAIL and SASS launches below); summed per kernel name.
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 if has profile; then
   IFS=';' read -ra runs <<< "${PROFILE_RUNS:-decode 1;decode 32;prefill 1}"
@@ -123,8 +124,8 @@ PY
     timeout 150 "$NCU" --clock-control none --profile-from-start off --kernel-name "regex:$2" --launch-skip "$3" \
       --launch-count "$4" --section SpeedOfLight --section Occupancy --section LaunchStats \
       --metrics "${stalls}sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_bytes.sum,dram__bytes_read.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,smsp__inst_executed.sum" \
-      "$BIN/chorus-cuda-bench" --profile decode /tmp/l8b.gguf "$1" > /tmp/ncu_detail.txt 2>&1
-    echo "-- ncu detail 8B decode M=$1 $2 skip $3 count $4" | tee -a "$OUT/profile.txt"
+      "$BIN/chorus-cuda-bench" --profile decode "/tmp/${PROFILE_MODEL:-l8b}.gguf" "$1" > /tmp/ncu_detail.txt 2>&1
+    echo "-- ncu detail ${PROFILE_MODEL:-l8b} decode M=$1 $2 skip $3 count $4" | tee -a "$OUT/profile.txt"
     grep -E "gemv_kernel|attention|  Duration|Memory Throughput|DRAM Throughput|Compute \(SM\)|Achieved Occupancy|Theoretical Occupancy|Registers Per|Grid Size|Dynamic Shared|stalled|hmma|lts__t_bytes|dram__bytes|wavefronts|inst_executed" \
       /tmp/ncu_detail.txt | sed -E 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//; s/ +/ /g' | tee -a "$OUT/profile.txt"
   done
@@ -137,7 +138,7 @@ for spec in "${sass_runs[@]}"; do
   set -- $spec
   timeout 200 "$NCU" --clock-control none --profile-from-start off --kernel-name regex:gemv_kernel \
     --launch-skip "$2" --launch-count 1 --section SourceCounters --section WarpStateStats -f -o /tmp/sass \
-    "$BIN/chorus-cuda-bench" --profile decode /tmp/l8b.gguf "$1" > /tmp/sass.log 2>&1
+    "$BIN/chorus-cuda-bench" --profile decode "/tmp/${PROFILE_MODEL:-l8b}.gguf" "$1" > /tmp/sass.log 2>&1
   "$NCU" --import /tmp/sass.ncu-rep --page source --csv --print-source sass > "$OUT/sass_$1_$2.csv" 2>> /tmp/sass.log
   echo "-- sass M=$1 skip $2: $(wc -l < "$OUT/sass_$1_$2.csv") lines" | tee -a "$OUT/profile.txt"; tail -n 2 /tmp/sass.log
 done
