@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/quant/blocks.h"
+#include "engine/quant/dequant.h"
 
 namespace chorus::cuda {
 namespace {
@@ -167,6 +168,13 @@ void repack_groups(ThreadPool& pool, TensorType type, int64_t n_cols, const std:
   pool.parallel_for(group_end - group_begin, 8, [&](int64_t b, int64_t e) {
     repack_groups(type, n_cols, rows, group_begin + b, group_begin + e, dst + b * group_bytes);
   });
+}
+
+uint32_t q4k_part_field(const uint8_t* scales, int t) {
+  uint8_t sc_lo, m_lo, sc_hi, m_hi;
+  quant::unpack_k_scale_min(2 * t, scales, &sc_lo, &m_lo);
+  quant::unpack_k_scale_min(2 * t + 1, scales, &sc_hi, &m_hi);
+  return uint32_t{sc_lo} | (uint32_t{sc_hi} << 6) | (uint32_t{m_lo} << 12) | (uint32_t{m_hi} << 18);
 }
 
 }  // namespace chorus::cuda

@@ -104,23 +104,8 @@ void repack_groups(ThreadPool& pool, TensorType type, int64_t n_cols, const std:
 
 // Q4_K: the scales and mins of part t's two sub-blocks (2t: low nibbles, 2t+1: high ones)
 // from ggml's 12 packed bytes, as one 24-bit field: bits 0-5 sc[2t], 6-11 sc[2t+1], 12-17
-// m[2t], 18-23 m[2t+1]. ggml keeps sub-block j < 4 in the low 6 bits of bytes j (scale) and
-// j + 4 (min); j >= 4 in the nibbles of byte j + 4 with the top two bits in bytes j - 4 / j.
-inline void q4k_scale_min(const uint8_t* scales, int j, uint32_t& sc, uint32_t& m) {
-  if (j < 4) {
-    sc = scales[j] & 63u;
-    m = scales[j + 4] & 63u;
-  } else {
-    sc = (scales[j + 4] & 0xFu) | ((scales[j - 4] >> 6u) << 4u);
-    m = (scales[j + 4] >> 4u) | ((scales[j] >> 6u) << 4u);
-  }
-}
-inline uint32_t q4k_part_field(const uint8_t* scales, int t) {
-  uint32_t sc_lo, m_lo, sc_hi, m_hi;
-  q4k_scale_min(scales, 2 * t, sc_lo, m_lo);
-  q4k_scale_min(scales, 2 * t + 1, sc_hi, m_hi);
-  return sc_lo | (sc_hi << 6) | (m_lo << 12) | (m_hi << 18);
-}
+// m[2t], 18-23 m[2t+1] (the repacker writes it, quant_tile.cuh's q4k_field reads it).
+uint32_t q4k_part_field(const uint8_t* scales, int t);
 
 // Q6_K record: where element e (0..255) of a tile keeps its low nibble and its high two bits
 // (bit offsets from the record start), as the repacker writes them; PartQ6K (quant_tile.cuh)
