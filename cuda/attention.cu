@@ -23,7 +23,7 @@ __global__ void __launch_bounds__(kAttnThreads) attention_chunk_kernel(const Att
   }
   resolve_rows(p, s.row_off, chunk, kvh, row, min(kAttnChunkTokens, len - chunk * kAttnChunkTokens));
   __syncthreads();
-  attend_chunk<kG, kP>(p, s, chunk, kvh, row, CacheRows{p.k_cache, p.v_cache, s.row_off});
+  attend_chunk<kG, kP>(p, s, chunk, row, CacheRows{p.k_cache, p.v_cache, s.row_off}, global_sink(p, row, kvh, chunk));
 }
 
 __global__ void attention_combine_kernel(const AttentionParams p) {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "cuda/l2_prefetch.h"
 #include "cuda/rope.cuh"
 
 namespace chorus::cuda {
@@ -43,15 +44,23 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream);
 // A decode step's attention in one launch (attention_decode.cu). Row r is one sequence's new
 // token at position seq_lens[r] - 1. The block that owns the chunk holding that position
 // rotates the token's K and writes K and V into the cache before reading the chunk; every
-// block rotates its own copy of the queries; the last chunk block of each (row, kv head) to
-// finish merges the chunk partials in chunk order and writes the output. `attn.q` is unused.
+// block rotates its own copy of the queries; the chunk partials of each (row, kv head) are
+// merged in chunk order — inside a cluster of its chunk blocks (up to kAttnMaxClusterChunks),
+// or by the last of them to finish — and the output written. `attn.q` is unused.
 struct DecodeAttentionParams {
   AttentionParams attn;
   const float* qkv = nullptr;  // [n_rows][qkv_stride]: q | k | v columns, biases included
   int32_t qkv_stride = 0;
   RopeSpec rope;
   int32_t* counters = nullptr;  // [n_rows][n_kv_heads], zero between launches
+  L2Prefetch prefetch;          // the step's next weights to fetch into L2 first (l2_prefetch.h)
+  // Launches of at most this many rows merge in clusters (if grid_chunks allows); 0: never.
+  int32_t cluster_max_rows = INT32_MAX;
+  int32_t cluster_merge = 0;    // set by launch_attention_decode: a row's chunks merge in a cluster
 };
+// Up to this many chunks per row (grid_chunks), a (kv head, row)'s chunk blocks form a
+// thread-block cluster and merge through distributed shared memory (the portable cluster size).
+inline constexpr int kAttnMaxClusterChunks = 8;
 void launch_attention_decode(const DecodeAttentionParams& p, cudaStream_t stream);
 // Raises the decode kernels' shared-memory limit (staged K/V rows). Once per process, before
 // any graph capture; launch_attention_decode calls it too.

@@ -19,11 +19,28 @@ inline constexpr int kAttnWarps = kAttnThreads / 32;
 // unrolled loops issue no predicated-off work (the kernel is latency-bound at small M).
 template <int kG, int kP>
 struct ChunkSmem {
-  float q_s[kG][kAttnMaxHeadDim];  // the group's queries, RoPE applied, pre-scaled
+  float q_s[kG][kAttnMaxHeadDim];  // the group's queries, RoPE applied, pre-scaled; then (cluster
+                                   // merge) the chunk's unnormalized output per head
   float score_s[kG][kAttnChunkTokens];
   int64_t row_off[kAttnChunkTokens];
   float red[kAttnWarps][kG][kP * 64];  // per-warp P.V partials
+  float ml_s[kG][2];                   // cluster merge: the chunk's (max, sum) per head
 };
+
+// Where attend_chunk leaves a chunk's partial for query head g of the group: (max, sum) at
+// ml + g * ml_stride, the unnormalized output at o + g * o_stride. In the partial arrays
+// (global_sink), or in the block's shared memory for a merge inside a cluster.
+struct ChunkSink {
+  float* ml;
+  int64_t ml_stride;
+  float* o;
+  int64_t o_stride;
+};
+__device__ __forceinline__ ChunkSink global_sink(const AttentionParams& p, int row, int kvh, int chunk) {
+  const int64_t head0 = static_cast<int64_t>(row) * p.n_heads + kvh * (p.n_heads / p.n_kv_heads);
+  return ChunkSink{p.part_ml + (head0 * p.max_chunks + chunk) * 2, int64_t{p.max_chunks} * 2,
+                   p.part_o + (head0 * p.max_chunks + chunk) * p.head_dim, int64_t{p.max_chunks} * p.head_dim};
+}
 
 // Element offset in the K (and V) cache of row `row`'s position `pos` for kv head kvh.
 __device__ __forceinline__ int64_t cache_row(const AttentionParams& p, int row, int kvh, int pos) {
@@ -59,8 +76,8 @@ struct StagedRows {
 
 // Needs s.q_s filled and the rows readable, then a __syncthreads(); ends with the partials written.
 template <int kG, int kP, typename Rows>
-__device__ __forceinline__ void attend_chunk(const AttentionParams& p, ChunkSmem<kG, kP>& s, int chunk, int kvh, int row,
-                                             const Rows& rows) {
+__device__ __forceinline__ void attend_chunk(const AttentionParams& p, ChunkSmem<kG, kP>& s, int chunk, int row,
+                                             const Rows& rows, const ChunkSink& sink) {
   constexpr int kThreads = kAttnThreads, kWarps = kAttnWarps;
   auto& q_s = s.q_s;
   auto& score_s = s.score_s;
@@ -124,9 +141,8 @@ __device__ __forceinline__ void attend_chunk(const AttentionParams& p, ChunkSmem
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
     if (lane == 0) {
-      float* ml = p.part_ml + ((static_cast<int64_t>(row) * p.n_heads + kvh * group + g) * p.max_chunks + chunk) * 2;
-      ml[0] = m;
-      ml[1] = l;
+      sink.ml[g * sink.ml_stride] = m;
+      sink.ml[g * sink.ml_stride + 1] = l;
     }
   }
   __syncthreads();
@@ -179,7 +195,7 @@ __device__ __forceinline__ void attend_chunk(const AttentionParams& p, ChunkSmem
     float o = 0.0f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) o += red[w][g][d];
-    p.part_o[((static_cast<int64_t>(row) * p.n_heads + kvh * group + g) * p.max_chunks + chunk) * hd + d] = o;
+    sink.o[g * sink.o_stride + d] = o;
   }
 }
 

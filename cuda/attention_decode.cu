@@ -8,6 +8,8 @@
 // kernel, and every cached position but the new token's was written by an earlier step, so
 // none of it depends on the kernel being waited for. The copies' latency then overlaps the
 // previous kernel's tail and the query rotation instead of following them.
+#include <cooperative_groups.h>
+
 #include <cfloat>
 #include <mutex>
 
@@ -15,6 +17,7 @@
 #include "cuda/attention_chunk.cuh"
 #include "cuda/bulk_copy.cuh"
 #include "cuda/cuda_check.h"
+#include "cuda/l2_prefetch.cuh"
 #include "cuda/launch.cuh"
 
 namespace chorus::cuda {
@@ -106,9 +109,54 @@ __device__ void merge_chunks(const AttentionParams& p, ChunkSmem<kG, kP>& s, int
     const float* po = p.part_o + (static_cast<int64_t>(row) * p.n_heads + kvh * group + g) * p.max_chunks * hd + dim;
     float o = 0.0f;
 #pragma unroll 8
-    for (int c = 0; c < n_chunks; ++c) o += __ldcg(po + static_cast<int64_t>(c) * hd) * weights[g * kCap + c];
+    for (int c = 0; c < n_chunks; ++c) o = fmaf(__ldcg(po + static_cast<int64_t>(c) * hd), weights[g * kCap + c], o);
     p.out[static_cast<int64_t>(row) * p.out_stride + (kvh * group + g) * hd + dim] = __float2half_rn(o);
   }
+}
+
+// The merge when the chunk blocks of each (kv head, row) form a thread-block cluster (at most
+// kAttnMaxClusterChunks chunks): every block left its partial in its own shared memory
+// (s.q_s, s.ml_s); each reads the others' through distributed shared memory and writes a
+// slice of the outputs. One cluster barrier replaces the partials' round trip through L2,
+// the fence, the counter and the last block's two dependent loads. The arithmetic is
+// merge_chunks' (lane c holds chunk c, the same butterflies, the same fused multiply-adds in
+// chunk order), so a row gets the same bits whichever route its batch takes.
+template <int kG, int kP>
+__device__ void cluster_merge(const AttentionParams& p, ChunkSmem<kG, kP>& s, int row, int kvh, int n_chunks) {
+  namespace cg = cooperative_groups;
+  constexpr int kCap = kAttnMaxClusterChunks;
+  cg::cluster_group cluster = cg::this_cluster();
+  const int group = p.n_heads / p.n_kv_heads, hd = p.head_dim;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  float* weights = &s.red[0][0][0];  // [kG][kCap]; attend_chunk is done with s.red
+  cluster.sync();                    // every chunk's partial is in place
+  for (int g = warp; g < group; g += kAttnWarps) {
+    float mc = -FLT_MAX, lc = 0.0f;
+    if (lane < n_chunks) {
+      const float* ml = cluster.map_shared_rank(&s.ml_s[g][0], lane);
+      mc = ml[0];
+      lc = ml[1];
+    }
+    float m = mc;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    const float e = lane < n_chunks ? expf(mc - m) : 0.0f;
+    float l = lc * e;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
+    const float inv_l = 1.0f / l;
+    if (lane < n_chunks) weights[g * kCap + lane] = e * inv_l;
+  }
+  __syncthreads();
+  const int n_blocks = static_cast<int>(cluster.num_blocks());
+  for (int slot = static_cast<int>(cluster.block_rank()) * kAttnThreads + threadIdx.x; slot < group * hd;
+       slot += n_blocks * kAttnThreads) {
+    const int g = slot / hd, dim = slot % hd;
+    float o = 0.0f;
+    for (int c = 0; c < n_chunks; ++c) o = fmaf(*cluster.map_shared_rank(&s.q_s[g][dim], c), weights[g * kCap + c], o);
+    p.out[static_cast<int64_t>(row) * p.out_stride + (kvh * group + g) * hd + dim] = __float2half_rn(o);
+  }
+  cluster.sync();  // the other blocks' shared memory lives until every block has read it
 }
 
 // At least 6 blocks per multiprocessor (<= 80 registers): at M = 32 a step has ~800 active
@@ -127,6 +175,11 @@ __global__ void __launch_bounds__(kAttnThreads, 6) attention_decode_kernel(const
   const int hd = p.head_dim;
   __half* k_s = kv_s;
   __half* v_s = kv_s + kAttnChunkTokens * hd;
+  // The step's next weights into L2: attention reads none itself, so the memory bus is free.
+  if (threadIdx.x < 32 && d.prefetch.n_ranges > 0) {
+    issue_l2_prefetch(d.prefetch, blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z),
+                      gridDim.x * gridDim.y * gridDim.z, threadIdx.x);
+  }
   if (active) {  // nothing here depends on the kernel waited for (file comment)
     const int n_pos = min(kAttnChunkTokens, len - begin);
     resolve_rows(p, s.row_off, chunk, kvh, row, n_pos);
@@ -135,25 +188,33 @@ __global__ void __launch_bounds__(kAttnThreads, 6) attention_decode_kernel(const
   }
   pdl_wait();
   pdl_trigger();
-  if (!active) return;
+  if (!active && !d.cluster_merge) return;  // in a cluster every block takes part in the merge
   const int n_chunks = (len + kAttnChunkTokens - 1) / kAttnChunkTokens;
   const int group = p.n_heads / p.n_kv_heads;
   const float* qkv = d.qkv + static_cast<int64_t>(row) * d.qkv_stride;
 
-  for (int i = threadIdx.x; i < group * (hd / 2); i += kAttnThreads) {
-    const int gi = i / (hd / 2), j = i % (hd / 2);
-    int i0, i1, freq;
-    rope_pair(d.rope, j, i0, i1, freq);
-    const float* q = qkv + (kvh * group + gi) * hd;
-    float a = q[i0], b = q[i1];
-    rope_rotate(d.rope, pos, freq, a, b);
-    s.q_s[gi][i0] = a * p.scale;
-    s.q_s[gi][i1] = b * p.scale;
+  if (active) {
+    for (int i = threadIdx.x; i < group * (hd / 2); i += kAttnThreads) {
+      const int gi = i / (hd / 2), j = i % (hd / 2);
+      int i0, i1, freq;
+      rope_pair(d.rope, j, i0, i1, freq);
+      const float* q = qkv + (kvh * group + gi) * hd;
+      float a = q[i0], b = q[i1];
+      rope_rotate(d.rope, pos, freq, a, b);
+      s.q_s[gi][i0] = a * p.scale;
+      s.q_s[gi][i1] = b * p.scale;
+    }
+    if (chunk == n_chunks - 1) write_new_kv(d, qkv, row, kvh, pos, k_s + (pos - begin) * hd, v_s + (pos - begin) * hd);
+    cp_async_wait_all();
+    __syncthreads();  // queries and every K/V row staged
+    const ChunkSink sink = d.cluster_merge ? ChunkSink{&s.ml_s[0][0], 2, &s.q_s[0][0], kAttnMaxHeadDim}
+                                           : global_sink(p, row, kvh, chunk);
+    attend_chunk<kG, kP>(p, s, chunk, row, StagedRows{k_s, v_s, hd}, sink);
   }
-  if (chunk == n_chunks - 1) write_new_kv(d, qkv, row, kvh, pos, k_s + (pos - begin) * hd, v_s + (pos - begin) * hd);
-  cp_async_wait_all();
-  __syncthreads();  // queries and every K/V row staged
-  attend_chunk<kG, kP>(p, s, chunk, kvh, row, StagedRows{k_s, v_s, hd});
+  if (d.cluster_merge) {
+    cluster_merge<kG, kP>(p, s, row, kvh, n_chunks);
+    return;
+  }
 
   __threadfence();  // this block's partials before its arrival
   __syncthreads();
@@ -193,8 +254,11 @@ void launch_attention_decode(const DecodeAttentionParams& d, cudaStream_t stream
   }
   prepare_attention_kernels();  // no-op after the first call; the backend makes that call at load
   const size_t kv_bytes = static_cast<size_t>(2 * kAttnChunkTokens * p.head_dim) * sizeof(__half);
-  launch_pdl(kDecodeKernels[v.group_index][v.pairs_index], dim3(p.grid_chunks, p.n_kv_heads, p.n_rows),
-             dim3(kAttnThreads), kv_bytes, stream, d);
+  DecodeAttentionParams launch = d;
+  launch.cluster_merge = p.grid_chunks <= kAttnMaxClusterChunks && p.n_rows <= d.cluster_max_rows ? 1 : 0;
+  const unsigned cluster_x = launch.cluster_merge ? static_cast<unsigned>(p.grid_chunks) : 1u;
+  launch_pdl_clustered(kDecodeKernels[v.group_index][v.pairs_index], dim3(p.grid_chunks, p.n_kv_heads, p.n_rows),
+                       dim3(kAttnThreads), kv_bytes, dim3(cluster_x, 1, 1), stream, launch);
 }
 
 }  // namespace chorus::cuda

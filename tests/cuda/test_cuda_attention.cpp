@@ -89,8 +89,10 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
   DeviceBuffer<float> part_ml(static_cast<size_t>(rows) * sh.n_heads * max_chunks * 2);
   DeviceBuffer<uint16_t> out(static_cast<size_t>(rows) * q_dim);
 
-  // Runs rows [r0, r0 + n) and returns their outputs as floats.
-  auto run = [&](int r0, int n) {
+  // Runs rows [r0, r0 + n) with grid_chunks chunk blocks per row and returns their outputs as
+  // floats. Up to kAttnMaxClusterChunks chunks the blocks merge inside a cluster, past it
+  // through the partial arrays and counters: a row must get the same bits either way.
+  auto run = [&](int r0, int n, int grid_chunks) {
     CHORUS_CUDA_CHECK(cudaMemset(out.get(), 0xff, out.size_bytes()));
     DecodeAttentionParams d;
     d.attn.k_cache = reinterpret_cast<__half*>(dk.get());
@@ -104,7 +106,7 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
     d.attn.head_dim = hd;
     d.attn.scale = 1.0f / std::sqrt(static_cast<float>(hd));
     d.attn.max_chunks = max_chunks;
-    d.attn.grid_chunks = max_chunks;
+    d.attn.grid_chunks = grid_chunks;
     d.attn.part_o = part_o.get();
     d.attn.part_ml = part_ml.get();
     d.attn.out = reinterpret_cast<__half*>(out.get()) + static_cast<size_t>(r0) * q_dim;
@@ -123,7 +125,8 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
     for (size_t i = 0; i < h.size(); ++i) f[i] = quant::fp16_to_f32(h[i]);
     return f;
   };
-  const std::vector<float> got = run(0, rows);
+  ASSERT_GT(max_chunks, kAttnMaxClusterChunks);
+  const std::vector<float> got = run(0, rows, max_chunks);  // the counter route
 
   // The new token's K (rotated) and V went into the cache.
   std::vector<uint16_t> k_after(cache_elems), v_after(cache_elems);
@@ -166,12 +169,21 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
   for (float v : got) ASSERT_TRUE(std::isfinite(v)) << "unwritten or non-finite output";
   EXPECT_LT(test::rel_l2(got.data(), want.data(), got.size()), 2e-3);
 
-  // Rows alone or in other company give the same bits (the K/V rewrite is idempotent).
+  // Rows alone or in other company give the same bits (the K/V rewrite is idempotent). Alone,
+  // a row launches the chunks its length needs rounded up to a power of two, as the backend
+  // does: the short rows then merge in a cluster (of 1, 2 or 4 blocks), the long ones not.
   for (int r = 0; r < rows; ++r) {
-    const std::vector<float> alone = run(r, 1);
-    ASSERT_EQ(0, std::memcmp(alone.data(), got.data() + static_cast<size_t>(r) * q_dim, alone.size() * 4)) << "row " << r;
+    const int needed = (lens[static_cast<size_t>(r)] + kAttnChunkTokens - 1) / kAttnChunkTokens;
+    int grid = 1;
+    while (grid < needed) grid *= 2;
+    const std::vector<float> alone = run(r, 1, grid);
+    ASSERT_EQ(0, std::memcmp(alone.data(), got.data() + static_cast<size_t>(r) * q_dim, alone.size() * 4))
+        << "row " << r << " alone, " << grid << " chunk blocks";
   }
-  EXPECT_EQ(0, std::memcmp(run(0, rows).data(), got.data(), got.size() * 4)) << "second launch (counters reset)";
+  // The five short rows together in clusters of 8 blocks (inactive chunk blocks included).
+  const std::vector<float> short_rows = run(0, 5, kAttnMaxClusterChunks);
+  EXPECT_EQ(0, std::memcmp(short_rows.data(), got.data(), short_rows.size() * 4)) << "rows 0-4 in clusters of 8";
+  EXPECT_EQ(0, std::memcmp(run(0, rows, max_chunks).data(), got.data(), got.size() * 4)) << "second launch (counters reset)";
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
