@@ -1,7 +1,10 @@
-// chorus-cuda-bench MODEL.gguf [N...]: the CUDA backend alone (no scheduler). For each N:
+// chorus-cuda-bench MODEL.gguf [N...] [--l2-windows-mib=A,B...] [--attn-cluster-max-rows=A,B...]:
+// the CUDA backend alone (no scheduler). For each N:
 // N random prompts of 128 tokens prefilled one by one, then 128 greedy decode steps of all
 // N together, timed (aggregate decode tok/s). The tokens are checked against each
-// sequence decoded alone (batched == solo). Then a 512-token prefill is timed.
+// sequence decoded alone (batched == solo), again for each listed L2 prefetch window
+// (l2_prefetch.h; rows "wA N ...") and attention cluster-merge limit (attention.h; rows
+// "cA N ..."). Then a 512-token prefill is timed.
 //
 // chorus-cuda-bench --profile decode|prefill MODEL.gguf [N]: the region for a profiler run
 // under `ncu --profile-from-start off`: one eager decode step of N sequences (after warm-up),
@@ -172,6 +175,17 @@ int profile(const std::string& what, const std::string& path, int n) {
   return 0;
 }
 
+// "FLAGA,B,..." appends A, B, ... to out; false if arg is not that flag.
+bool parse_int_list(const std::string& arg, const std::string& flag, std::vector<int>& out) {
+  if (arg.rfind(flag, 0) != 0) return false;
+  for (size_t at = flag.size(); at < arg.size();) {
+    const size_t comma = std::min(arg.find(',', at), arg.size());
+    out.push_back(std::atoi(arg.substr(at, comma - at).c_str()));
+    at = comma + 1;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -183,7 +197,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<int> ns;
-  for (int i = 2; i < argc; ++i) ns.push_back(std::atoi(argv[i]));
+  std::vector<int> l2_windows_mib;    // --l2-windows-mib=A,B,...: the decode rows again for each
+  std::vector<int> cluster_max_rows;  // --attn-cluster-max-rows=A,B,...: the same
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (parse_int_list(arg, "--l2-windows-mib=", l2_windows_mib) ||
+        parse_int_list(arg, "--attn-cluster-max-rows=", cluster_max_rows)) {
+      continue;
+    }
+    ns.push_back(std::atoi(argv[i]));
+  }
   if (ns.empty()) ns = {1, 8, 32};
   const int max_n = *std::max_element(ns.begin(), ns.end());
   cuda::CudaBackendOptions o;
@@ -206,18 +229,36 @@ int main(int argc, char** argv) {
   std::vector<std::vector<int32_t>> solo(static_cast<size_t>(max_n));
   for (int s = 0; s < max_n; ++s) solo[static_cast<size_t>(s)] = generate(**b, prompts, {s}).tokens[0];
 
+  std::printf("L2 prefetch window: %.1f MiB; attention cluster merge up to %d rows\n",
+              (*b)->l2_prefetch_window() / 1048576.0, (*b)->attention_cluster_max_rows());
   std::printf("%-4s %12s %12s %s\n", "N", "decode tok/s", "step ms", "batched==solo");
   bool all_ok = true;
-  for (int n : ns) {
-    std::vector<int> seqs(static_cast<size_t>(n));
-    std::iota(seqs.begin(), seqs.end(), 0);
-    generate(**b, prompts, seqs);  // warm this shape's graph
-    const Gen g = generate(**b, prompts, seqs);
-    bool ok = true;
-    for (int s = 0; s < n; ++s) ok = ok && g.tokens[static_cast<size_t>(s)] == solo[static_cast<size_t>(s)];
-    all_ok = all_ok && ok;
-    std::printf("%-4d %12.0f %12.3f %s\n", n, n * kGen / g.decode_s, 1e3 * g.decode_s / kGen, ok ? "yes" : "NO");
+  auto decode_rows = [&](const char* prefix) {
+    for (int n : ns) {
+      std::vector<int> seqs(static_cast<size_t>(n));
+      std::iota(seqs.begin(), seqs.end(), 0);
+      generate(**b, prompts, seqs);  // warm this shape's graph
+      const Gen g = generate(**b, prompts, seqs);
+      bool ok = true;
+      for (int s = 0; s < n; ++s) ok = ok && g.tokens[static_cast<size_t>(s)] == solo[static_cast<size_t>(s)];
+      all_ok = all_ok && ok;
+      std::printf("%s%-4d %12.0f %12.3f %s\n", prefix, n, n * kGen / g.decode_s, 1e3 * g.decode_s / kGen,
+                  ok ? "yes" : "NO");
+    }
+  };
+  decode_rows("");
+  const int64_t default_window = (*b)->l2_prefetch_window();
+  for (int mib : l2_windows_mib) {  // the same steps with another L2 prefetch window (rows "wMiB N ...")
+    (*b)->set_l2_prefetch_window(int64_t{mib} * 1048576);
+    decode_rows(("w" + std::to_string(mib) + " ").c_str());
   }
+  (*b)->set_l2_prefetch_window(default_window);
+  const int32_t default_cluster_rows = (*b)->attention_cluster_max_rows();
+  for (int rows : cluster_max_rows) {  // rows "cROWS N ...": attention cluster merge up to ROWS rows
+    (*b)->set_attention_cluster_max_rows(rows);
+    decode_rows(("c" + std::to_string(rows) + " ").c_str());
+  }
+  (*b)->set_attention_cluster_max_rows(default_cluster_rows);
   // Prefill of one 512-token prompt (median of 5).
   std::vector<int32_t> long_prompt(512);
   for (auto& t : long_prompt) t = static_cast<int32_t>(rng() % static_cast<uint32_t>((*b)->config().n_vocab));
