@@ -10,7 +10,6 @@
 
 #include <cstdint>
 
-#include "cuda/l2_prefetch.h"
 #include "cuda/rope.cuh"
 
 namespace chorus::cuda {
@@ -53,7 +52,6 @@ struct DecodeAttentionParams {
   int32_t qkv_stride = 0;
   RopeSpec rope;
   int32_t* counters = nullptr;  // [n_rows][n_kv_heads], zero between launches
-  L2Prefetch prefetch;          // the step's next weights to fetch into L2 first (l2_prefetch.h)
   // Launches of at most this many rows merge in clusters (if grid_chunks allows); 0: never.
   int32_t cluster_max_rows = INT32_MAX;
   int32_t cluster_merge = 0;    // set by launch_attention_decode: a row's chunks merge in a cluster

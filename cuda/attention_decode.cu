@@ -17,7 +17,6 @@
 #include "cuda/attention_chunk.cuh"
 #include "cuda/bulk_copy.cuh"
 #include "cuda/cuda_check.h"
-#include "cuda/l2_prefetch.cuh"
 #include "cuda/launch.cuh"
 
 namespace chorus::cuda {
@@ -175,11 +174,6 @@ __global__ void __launch_bounds__(kAttnThreads, 6) attention_decode_kernel(const
   const int hd = p.head_dim;
   __half* k_s = kv_s;
   __half* v_s = kv_s + kAttnChunkTokens * hd;
-  // The step's next weights into L2: attention reads none itself, so the memory bus is free.
-  if (threadIdx.x < 32 && d.prefetch.n_ranges > 0) {
-    issue_l2_prefetch(d.prefetch, blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z),
-                      gridDim.x * gridDim.y * gridDim.z, threadIdx.x);
-  }
   if (active) {  // nothing here depends on the kernel waited for (file comment)
     const int n_pos = min(kAttnChunkTokens, len - begin);
     resolve_rows(p, s.row_off, chunk, kvh, row, n_pos);

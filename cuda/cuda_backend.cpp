@@ -115,7 +115,6 @@ void CudaBackend::init(const std::string& model_path, const CudaBackendOptions& 
   split_down_ = gemv_choose_splits(c.n_embd, tiles_ff, n_sms_);
   split_lm_ = GemvSplitShape{1, tiles_embd};
   attn_cluster_max_rows_ = std::max(0, opts.attn_cluster_max_rows);
-  set_l2_prefetch_window(opts.l2_window_mib < 0 ? int64_t{prop.l2CacheSize} / 2 : int64_t{opts.l2_window_mib} * kMib);
 }
 
 void CudaBackend::allocate_buffers(int64_t kv_tokens) {

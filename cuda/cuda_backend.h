@@ -8,14 +8,12 @@
 #include <set>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "cuda/device_memory.h"
 #include "cuda/device_model.h"
 #include "cuda/attention.h"
 #include "cuda/gemm_lt.h"
 #include "cuda/gemv.h"
-#include "cuda/l2_prefetch.h"
 #include "cuda/layer_ops.h"
 #include "cuda/sampling.h"
 #include "engine/backend/backend.h"
@@ -29,10 +27,6 @@ struct CudaBackendOptions {
   BackendOptions base;
   GraphMode graphs = GraphMode::Replay;
   int32_t max_prefill_tokens = 512;
-  // Weights fetched into L2 ahead of the launch that reads them (l2_prefetch.h), in MiB of
-  // window: -1 half of the device's L2, 0 none. Off by default: on the H200 no window gained
-  // more than 1% anywhere and 30 MiB lost up to 5% (docs/perf-notes.md, v11).
-  int32_t l2_window_mib = 0;
   // Decode attention launches of at most this many rows merge chunk partials inside a
   // thread-block cluster (attention.h); more rows use the counters. 0: never. Clusters save
   // 4-6% of a step at 1-8 rows and cost up to 3% at 32 on the H200 (perf-notes v11).
@@ -63,10 +57,6 @@ class CudaBackend final : public Backend {
   BackendCounters counters() const override { return counters_; }
 
   void set_graph_mode(GraphMode m) { graph_mode_ = m; }
-  // Re-plans the L2 prefetching for a window of this many bytes (0: none) and drops the
-  // captured graphs, which hold the old plan. For measurements (chorus-cuda-bench).
-  void set_l2_prefetch_window(int64_t window_bytes);
-  int64_t l2_prefetch_window() const { return l2_window_bytes_; }
   // Sets CudaBackendOptions::attn_cluster_max_rows and drops the captured graphs. For measurements.
   void set_attention_cluster_max_rows(int32_t n_rows);
   int32_t attention_cluster_max_rows() const { return attn_cluster_max_rows_; }
@@ -85,11 +75,9 @@ class CudaBackend final : public Backend {
     GemvOutput out;
     GemvSplitShape split;
     int32_t part_stride = 0;  // output columns of the whole product
-    const L2Prefetch* prefetch = nullptr;  // issued by the call's first launch
   };
   void enqueue_gemv(const GemvCall& call, int32_t n_rows);
-  void enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, GemvSplitShape split, int32_t n_rows,
-                             const L2Prefetch* prefetch);
+  void enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, GemvSplitShape split, int32_t n_rows);
   // The normalized residual rows [row_begin, +n_rows) as a GEMV input: fused into the GEMV's
   // staging for few rows, else normalized once into h_ by a pass (same f16 values either way).
   GemvInput norm_input(const float* norm_w, int32_t n_rows, int32_t row_begin = 0);
@@ -102,11 +90,6 @@ class CudaBackend final : public Backend {
   // (attention through qkv_rope + the per-row kernel); otherwise one decode token per row
   // (fused decode attention).
   void enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, int32_t prefill_first_pos);
-  // The launches of enqueue_layers_gemv and the LM head, in order, with the weights each
-  // reads: per layer qkv, attention, output, gate/up, down (kLaunchesPerLayer), then the head.
-  enum LayerLaunch { kQkvLaunch, kAttentionLaunch, kOutputLaunch, kFfnUpLaunch, kDownLaunch, kLaunchesPerLayer };
-  std::vector<std::vector<WeightSpan>> decode_weight_stream() const;
-  const L2Prefetch* prefetch_for(int32_t il, LayerLaunch launch) const;
   void enqueue_attention_gemv(int32_t il, int32_t n_rows, int32_t grid_chunks, int32_t prefill_first_pos);
   // Longer prompt chunks: f16 dequantization + cuBLASLt GEMM per matrix, separate kernels.
   void enqueue_layers_gemm(int32_t n_rows, int32_t prefill_first_pos);
@@ -134,9 +117,6 @@ class CudaBackend final : public Backend {
 
   // Split shapes per matrix group, fixed at load (never depend on M).
   GemvSplitShape split_qkv_, split_o_, split_ffn_up_, split_down_, split_lm_;
-  // L2 prefetching: the window, and what each launch of decode_weight_stream() fetches.
-  int64_t l2_window_bytes_ = 0;
-  std::vector<L2Prefetch> l2_plan_;
   int32_t attn_cluster_max_rows_ = 0;
 
   std::unique_ptr<Stream> stream_;

@@ -97,8 +97,6 @@ void CudaBackend::enqueue_gemv(const GemvCall& call, int32_t n_rows) {
     p.split.split_stride = split_stride_;
     p.split.part_stride = call.part_stride;
     p.split.counters = gemv_counters_.get();
-    if (i == 0 && call.prefetch) p.prefetch = *call.prefetch;
-    p.weights_evict_first = l2_window_bytes_ > 0 ? 1 : 0;
     const TensorType type = call.mats[i]->type;
     while (i < call.n_mats && call.mats[i]->type == type && p.mats.n_mats < kGemvMaxMats) {
       const int k = p.mats.n_mats++;
@@ -196,7 +194,6 @@ void CudaBackend::enqueue_attention_gemv(int32_t il, int32_t n_rows, int32_t gri
     d.qkv_stride = mm_stride_;
     d.rope = rope_of(c);
     d.counters = attn_counters_.get();
-    if (const L2Prefetch* pf = prefetch_for(il, kAttentionLaunch)) d.prefetch = *pf;
     d.cluster_max_rows = attn_cluster_max_rows_;
     launch_attention_decode(d, stream_->get());
     return;
@@ -218,16 +215,14 @@ void CudaBackend::enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, int32
     qkv.out = sum_output(mm_out_.get(), mm_stride_);
     qkv.split = split_qkv_;
     qkv.part_stride = n_qkv;
-    qkv.prefetch = prefetch_for(il, kQkvLaunch);
     enqueue_gemv(qkv, n_rows);
     enqueue_attention_gemv(il, n_rows, grid_chunks, prefill_first_pos);
 
-    enqueue_residual_gemv(L.wo, h_.get(), split_o_, n_rows, prefetch_for(il, kOutputLaunch));
+    enqueue_residual_gemv(L.wo, h_.get(), split_o_, n_rows);
 
     GemvCall ffn;
     ffn.in = norm_input(L.ffn_norm.get(), n_rows);
     ffn.split = split_ffn_up_;
-    ffn.prefetch = prefetch_for(il, kFfnUpLaunch);
     if (L.ffn_fused()) {
       ffn.mats[0] = &L.w_gate_up;
       ffn.n_mats = 1;
@@ -253,39 +248,8 @@ void CudaBackend::enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, int32
       launch_swiglu(sw, stream_->get());
     }
 
-    enqueue_residual_gemv(L.w_down, h_ff_.get(), split_down_, n_rows, prefetch_for(il, kDownLaunch));
+    enqueue_residual_gemv(L.w_down, h_ff_.get(), split_down_, n_rows);
   }
-}
-
-std::vector<std::vector<WeightSpan>> CudaBackend::decode_weight_stream() const {
-  auto span = [](const DeviceMatrix& m) { return WeightSpan{m.ptr(), static_cast<int64_t>(m.data.size_bytes())}; };
-  std::vector<std::vector<WeightSpan>> stream;
-  for (const DeviceLayer& L : weights_.layers) {
-    stream.push_back({span(L.wq), span(L.wk), span(L.wv)});
-    stream.push_back({});  // attention
-    stream.push_back({span(L.wo)});
-    if (L.ffn_fused()) {
-      stream.push_back({span(L.w_gate_up)});
-    } else {
-      stream.push_back({span(L.w_gate), span(L.w_up)});
-    }
-    stream.push_back({span(L.w_down)});
-  }
-  stream.push_back({span(weights_.lm_head())});
-  return stream;
-}
-
-// il == n_layers: the LM head.
-const L2Prefetch* CudaBackend::prefetch_for(int32_t il, LayerLaunch launch) const {
-  const size_t i = static_cast<size_t>(il) * kLaunchesPerLayer + launch;
-  return i < l2_plan_.size() && l2_plan_[i].n_ranges > 0 ? &l2_plan_[i] : nullptr;
-}
-
-void CudaBackend::set_l2_prefetch_window(int64_t window_bytes) {
-  l2_window_bytes_ = std::max<int64_t>(0, window_bytes);
-  l2_plan_ = plan_l2_prefetch(decode_weight_stream(), l2_window_bytes_);
-  ++buffers_generation_;  // graphs captured before hold the old plan
-  graphs_.clear();
 }
 
 void CudaBackend::set_attention_cluster_max_rows(int32_t n_rows) {
@@ -295,10 +259,8 @@ void CudaBackend::set_attention_cluster_max_rows(int32_t n_rows) {
 }
 
 // residual += m x for f16 rows x (the attention output or the SwiGLU output).
-void CudaBackend::enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, GemvSplitShape split, int32_t n_rows,
-                                        const L2Prefetch* prefetch) {
+void CudaBackend::enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, GemvSplitShape split, int32_t n_rows) {
   GemvCall call;
-  call.prefetch = prefetch;
   call.mats[0] = &m;
   call.n_mats = 1;
   call.in = half_input(x);
@@ -403,7 +365,6 @@ void CudaBackend::enqueue_lm_head(int32_t row_begin, int32_t n_rows) {
   lm.out.argmax_idx = argmax_idx_.get();
   lm.split = split_lm_;
   lm.part_stride = static_cast<int32_t>(m.n_rows);
-  lm.prefetch = prefetch_for(model_->config.n_layers, kQkvLaunch);
   enqueue_gemv(lm, n_rows);
 }
 

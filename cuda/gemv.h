@@ -24,7 +24,6 @@
 
 #include <cstdint>
 
-#include "cuda/l2_prefetch.h"
 #include "engine/quant/tensor_type.h"
 
 namespace chorus::cuda {
@@ -135,8 +134,6 @@ struct GemvParams {
   GemvSplit split;
   GemvOutput out;
   int32_t n_seqs = 0;        // M, 1..32
-  L2Prefetch prefetch;       // later launches' weights to fetch into L2 first (l2_prefetch.h)
-  int32_t weights_evict_first = 0;  // read this launch's weights with an evict-first L2 hint
   int32_t x_chunk_tiles = 0;  // set by launch_gemv: K tiles of x staged in shared memory at once
   int32_t x_tma = 0;          // set by launch_gemv: x_map is valid, the copy engine stages x
   int32_t x_ring_bufs = 0;    // set by launch_gemv: > 0: x in a ring of that many one-tile buffers

@@ -22,7 +22,6 @@
 #include "cuda/gemv.h"
 #include "cuda/gemv_epilogue.cuh"
 #include "cuda/gemv_q4k_exact.cuh"
-#include "cuda/l2_prefetch.cuh"
 #include "cuda/launch.cuh"
 #include "cuda/mma.cuh"
 #include "cuda/norm_rows.cuh"
@@ -253,26 +252,12 @@ __device__ __forceinline__ void issue_x_tile(const GemvParams& p, uint8_t* dst, 
   tma_load_3d(dst, &p.x_map, 0, tile * 4, 0, bar);
 }
 
-// How a warp reads its weight tiles: with an evict-first L2 hint when the step prefetches
-// weights into L2 (l2_prefetch.h), so that a long matrix streaming through evicts its own
-// lines before those fetched for the launches after it.
-struct WeightReads {
-  const uint8_t* src;  // the warp's first tile
-  bool evict_first;
-  uint64_t policy;
-};
-
 template <TensorType kType, int kNT>
-__device__ __forceinline__ void issue_tile(uint64_t* bars, uint8_t* stages, const WeightReads& w, int i) {
+__device__ __forceinline__ void issue_tile(uint64_t* bars, uint8_t* stages, const uint8_t* src, int i) {
   using S = GemvShape<kType, kNT>;
   const int slot = i % S::kStages;
   mbar_arrive_expect_tx(bars + slot, S::kWarpTile);
-  const uint8_t* src = w.src + static_cast<int64_t>(i) * S::kWarpTile;
-  if (w.evict_first) {
-    bulk_copy_g2s_hinted(stages + slot * S::kWarpTile, src, S::kWarpTile, bars + slot, w.policy);
-  } else {
-    bulk_copy_g2s(stages + slot * S::kWarpTile, src, S::kWarpTile, bars + slot);
-  }
+  bulk_copy_g2s(stages + slot * S::kWarpTile, src + static_cast<int64_t>(i) * S::kWarpTile, S::kWarpTile, bars + slot);
 }
 
 template <TensorType kType, int kNT>
@@ -301,8 +286,8 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
   uint8_t* stages = smem + S::kBarBytes + warp * S::kStages * S::kWarpTile;
   uint8_t* xs = smem + S::kBarBytes + S::kWBytes;
   if (p.x_tma) xs += (1024 - smem_u32(xs) % 1024) % 1024;  // the swizzle's period (launch_nt adds the slack)
-  const WeightReads w_reads{br.w + (static_cast<int64_t>(warp_row0 / kRowGroup) * p.mats.n_tiles + tile_begin) * S::kWarpTile,
-                          p.weights_evict_first != 0, p.weights_evict_first != 0 ? l2_evict_first_policy() : 0};
+  const uint8_t* w_src =
+      br.w + (static_cast<int64_t>(warp_row0 / kRowGroup) * p.mats.n_tiles + tile_begin) * S::kWarpTile;
   if (lane == 0) {
     for (int s = 0; s < S::kStages; ++s) mbar_init(bars + s, 1);
     if (p.x_tma && warp == 0) {
@@ -321,11 +306,7 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
   }
   __syncwarp();
   if (warp_active && lane == 0) {
-    for (int i = 0; i < S::kStages && i < n_my; ++i) issue_tile<kType, kNT>(bars, stages, w_reads, i);
-  }
-  // Later launches' weights into L2 (constant, like the first stages above).
-  if (warp == 0 && p.prefetch.n_ranges > 0) {
-    issue_l2_prefetch(p.prefetch, blockIdx.x + blockIdx.y * gridDim.x, gridDim.x * gridDim.y, lane);
+    for (int i = 0; i < S::kStages && i < n_my; ++i) issue_tile<kType, kNT>(bars, stages, w_src, i);
   }
   if (p.x_tma) __syncthreads();  // every thread waits on the x barriers: initialized for all
   pdl_wait();
@@ -369,7 +350,7 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
           warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, smem_u32(xb) + x_lane, lane, acc, xsum_tile,
                                     ring_sums + b, phase);
           __syncwarp();  // the whole warp has read the stage before it is refilled
-          if (lane == 0 && i + S::kStages < n_my) issue_tile<kType, kNT>(bars, stages, w_reads, i + S::kStages);
+          if (lane == 0 && i + S::kStages < n_my) issue_tile<kType, kNT>(bars, stages, w_src, i + S::kStages);
         }
         // The warp's loads of the buffer have returned (their values fed the products before
         // this point), so once every warp has counted itself the copy engine may overwrite it
@@ -449,7 +430,7 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
       warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, xc_lane + (i - c0) * tile_stride, lane, acc,
                                 xsum + ((ci & 1) * chunk + i - c0) * kNT * 32, nullptr, 0);
       __syncwarp();  // the whole warp has read the stage before it is refilled
-      if (lane == 0 && i + S::kStages < n_my) issue_tile<kType, kNT>(bars, stages, w_reads, i + S::kStages);
+      if (lane == 0 && i + S::kStages < n_my) issue_tile<kType, kNT>(bars, stages, w_src, i + S::kStages);
     }
   }
   gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s);

@@ -10,7 +10,7 @@
 # Stages (STAGES, comma separated): tests, bench, profile, esynth (start the Engine's synthetic
 # 8B model in the background), assemble (a model carried in parts), enginebench. TESTS (a glob,
 # default test_*) picks the test binaries; PROFILE_RUNS, DETAIL and SASS (below) pick launches;
-# BENCH_ARGS go to chorus-cuda-bench after its N list (e.g. --l2-windows-mib=0,16 --attn-cluster-max-rows=0,8).
+# BENCH_ARGS go to chorus-cuda-bench after its N list (e.g. --attn-cluster-max-rows=0,8).
 set -uo pipefail
 CARRY=${CARRY:-.carry}
 OUT=${OUT:-/tmp/chorus-gpu-out}
@@ -162,7 +162,7 @@ echo "==== summary ===="
 for k in "${!R[@]}"; do echo "test $k: rc=${R[$k]} ($(grep -A1000 "==== $k ====" "$LOG" | grep -m1 -E "PASSED|FAILED" ))"; done
 grep -h "cosine" "$LOG" 2>/dev/null
 for m in l1b l8b; do
-  [ -f "$OUT/bench_$m.txt" ] && { echo "-- $m (chorus-cuda-bench)"; grep -E "^[wc]?[0-9]+ |prefill|batch-inv|L2 prefetch" "$OUT/bench_$m.txt"; }
+  [ -f "$OUT/bench_$m.txt" ] && { echo "-- $m (chorus-cuda-bench)"; grep -E "^c?[0-9]+ |prefill|batch-inv|cluster merge" "$OUT/bench_$m.txt"; }
 done
 [ -f "$OUT/enginebench.txt" ] && { echo "-- chorus-bench run"; grep -E "model|^ *[0-9]+ |batch-invariant" "$OUT/enginebench.txt" | head -40; }
 exit 0

@@ -1,10 +1,9 @@
-// chorus-cuda-bench MODEL.gguf [N...] [--l2-windows-mib=A,B...] [--attn-cluster-max-rows=A,B...]:
-// the CUDA backend alone (no scheduler). For each N:
+// chorus-cuda-bench MODEL.gguf [N...] [--attn-cluster-max-rows=A,B...]: the CUDA backend alone
+// (no scheduler). For each N:
 // N random prompts of 128 tokens prefilled one by one, then 128 greedy decode steps of all
 // N together, timed (aggregate decode tok/s). The tokens are checked against each
-// sequence decoded alone (batched == solo), again for each listed L2 prefetch window
-// (l2_prefetch.h; rows "wA N ...") and attention cluster-merge limit (attention.h; rows
-// "cA N ..."). Then a 512-token prefill is timed.
+// sequence decoded alone (batched == solo), again for each listed attention cluster-merge
+// limit (attention.h; rows "cA N ..."). Then a 512-token prefill is timed.
 //
 // chorus-cuda-bench --profile decode|prefill MODEL.gguf [N]: the region for a profiler run
 // under `ncu --profile-from-start off`: one eager decode step of N sequences (after warm-up),
@@ -197,14 +196,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<int> ns;
-  std::vector<int> l2_windows_mib;    // --l2-windows-mib=A,B,...: the decode rows again for each
-  std::vector<int> cluster_max_rows;  // --attn-cluster-max-rows=A,B,...: the same
+  std::vector<int> cluster_max_rows;  // --attn-cluster-max-rows=A,B,...: the decode rows again for each
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (parse_int_list(arg, "--l2-windows-mib=", l2_windows_mib) ||
-        parse_int_list(arg, "--attn-cluster-max-rows=", cluster_max_rows)) {
-      continue;
-    }
+    if (parse_int_list(arg, "--attn-cluster-max-rows=", cluster_max_rows)) continue;
     ns.push_back(std::atoi(argv[i]));
   }
   if (ns.empty()) ns = {1, 8, 32};
@@ -229,8 +224,7 @@ int main(int argc, char** argv) {
   std::vector<std::vector<int32_t>> solo(static_cast<size_t>(max_n));
   for (int s = 0; s < max_n; ++s) solo[static_cast<size_t>(s)] = generate(**b, prompts, {s}).tokens[0];
 
-  std::printf("L2 prefetch window: %.1f MiB; attention cluster merge up to %d rows\n",
-              (*b)->l2_prefetch_window() / 1048576.0, (*b)->attention_cluster_max_rows());
+  std::printf("attention cluster merge up to %d rows\n", (*b)->attention_cluster_max_rows());
   std::printf("%-4s %12s %12s %s\n", "N", "decode tok/s", "step ms", "batched==solo");
   bool all_ok = true;
   auto decode_rows = [&](const char* prefix) {
@@ -247,12 +241,6 @@ int main(int argc, char** argv) {
     }
   };
   decode_rows("");
-  const int64_t default_window = (*b)->l2_prefetch_window();
-  for (int mib : l2_windows_mib) {  // the same steps with another L2 prefetch window (rows "wMiB N ...")
-    (*b)->set_l2_prefetch_window(int64_t{mib} * 1048576);
-    decode_rows(("w" + std::to_string(mib) + " ").c_str());
-  }
-  (*b)->set_l2_prefetch_window(default_window);
   const int32_t default_cluster_rows = (*b)->attention_cluster_max_rows();
   for (int rows : cluster_max_rows) {  // rows "cROWS N ...": attention cluster merge up to ROWS rows
     (*b)->set_attention_cluster_max_rows(rows);
