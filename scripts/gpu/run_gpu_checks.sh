@@ -41,6 +41,7 @@ fi
 # in its own session so that it survives this command and a later call (stage enginebench,
 # while the machine is still held) finds the file.
 if has esynth; then
+  : > /tmp/esynth8b.log  # now, not in the background job: enginebench below waits only if it exists
   setsid nohup bash -c "'$BIN/chorus-bench' synth --shape llama3-8b --type q4_k_m --out /tmp/e8b.gguf \
     > /tmp/esynth8b.log 2>&1 && touch /tmp/e8b.done" > /dev/null 2>&1 < /dev/null &
 fi
