@@ -172,7 +172,11 @@ void CudaBackend::allocate_buffers(int64_t kv_tokens) {
   out_tokens_dev_ = DeviceBuffer<int32_t>(static_cast<size_t>(max_batch_));
   out_tokens_host_ = PinnedBuffer<int32_t>(static_cast<size_t>(max_batch_));
   logits_host_ = PinnedBuffer<float>(static_cast<size_t>(max_batch_) * c.n_vocab);
-  ++buffers_generation_;  // any graph captured before refers to freed buffers
+  drop_graphs();  // any graph captured before refers to freed buffers
+}
+
+void CudaBackend::drop_graphs() {
+  ++buffers_generation_;
   graphs_.clear();
   eager_keys_.clear();
 }

@@ -154,6 +154,9 @@ class CudaBackend final : public Backend {
   std::map<GraphKey, GraphExec> graphs_;
   std::set<GraphKey> eager_keys_;
   uint64_t buffers_generation_ = 0;
+  // Forgets every captured graph and eager fallback: after a reallocation, or when a setting
+  // baked into the launches changes. The next step of each shape captures again.
+  void drop_graphs();
   BackendCounters counters_;
 };
 

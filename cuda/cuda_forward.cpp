@@ -254,8 +254,7 @@ void CudaBackend::enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, int32
 
 void CudaBackend::set_attention_cluster_max_rows(int32_t n_rows) {
   attn_cluster_max_rows_ = std::max(0, n_rows);
-  ++buffers_generation_;  // graphs captured before baked the old route into their launches
-  graphs_.clear();
+  drop_graphs();  // graphs captured before baked the old route into their launches
 }
 
 // residual += m x for f16 rows x (the attention output or the SwiGLU output).
