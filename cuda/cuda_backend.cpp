@@ -115,6 +115,7 @@ void CudaBackend::init(const std::string& model_path, const CudaBackendOptions& 
   split_down_ = gemv_choose_splits(c.n_embd, tiles_ff, n_sms_);
   split_lm_ = GemvSplitShape{1, tiles_embd};
   attn_cluster_max_rows_ = std::max(0, opts.attn_cluster_max_rows);
+  gemv_x_budget_bytes_ = std::max(0, opts.gemv_x_budget_bytes);
 }
 
 void CudaBackend::allocate_buffers(int64_t kv_tokens) {

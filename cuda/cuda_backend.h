@@ -31,6 +31,10 @@ struct CudaBackendOptions {
   // thread-block cluster (attention.h); more rows use the counters. 0: never. Clusters save
   // 4-6% of a step at 1-8 rows and cost up to 3% at 32 on the H200 (perf-notes v11).
   int32_t attn_cluster_max_rows = 8;
+  // Shared memory for a GEMV launch's x chunks (GemvParams::x_budget_bytes; 0: the defaults of
+  // gemv.h, which these measurements chose). Smaller chunks let more blocks share a
+  // multiprocessor. For measurements (chorus-cuda-bench --gemv-x-budget).
+  int32_t gemv_x_budget_bytes = 0;
 };
 
 // Inputs of one step, laid out identically in pinned host memory and on the device.
@@ -60,6 +64,8 @@ class CudaBackend final : public Backend {
   // Sets CudaBackendOptions::attn_cluster_max_rows and drops the captured graphs. For measurements.
   void set_attention_cluster_max_rows(int32_t n_rows);
   int32_t attention_cluster_max_rows() const { return attn_cluster_max_rows_; }
+  // Sets CudaBackendOptions::gemv_x_budget_bytes and drops the captured graphs. For measurements.
+  void set_gemv_x_budget_bytes(int32_t bytes);
 
  private:
   CudaBackend() = default;
@@ -118,6 +124,7 @@ class CudaBackend final : public Backend {
   // Split shapes per matrix group, fixed at load (never depend on M).
   GemvSplitShape split_qkv_, split_o_, split_ffn_up_, split_down_, split_lm_;
   int32_t attn_cluster_max_rows_ = 0;
+  int32_t gemv_x_budget_bytes_ = 0;
 
   std::unique_ptr<Stream> stream_;
   std::unique_ptr<GemmLt> gemm_;

@@ -110,6 +110,7 @@ void CudaBackend::enqueue_gemv(const GemvCall& call, int32_t n_rows) {
     if (p.split.n_splits > 1 && static_cast<size_t>(gemv_row_blocks(p.mats)) > gemv_counters_.size()) {
       throw CudaError("gemv: more row blocks than split counters");
     }
+    p.x_budget_bytes = gemv_x_budget_bytes_;
     launch_gemv(type, p, stream_->get());
   }
 }
@@ -250,6 +251,11 @@ void CudaBackend::enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, int32
 
     enqueue_residual_gemv(L.w_down, h_ff_.get(), split_down_, n_rows);
   }
+}
+
+void CudaBackend::set_gemv_x_budget_bytes(int32_t bytes) {
+  gemv_x_budget_bytes_ = std::max(0, bytes);
+  drop_graphs();  // the chunk size is baked into the captured launches
 }
 
 void CudaBackend::set_attention_cluster_max_rows(int32_t n_rows) {

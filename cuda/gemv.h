@@ -137,6 +137,7 @@ struct GemvParams {
   int32_t x_chunk_tiles = 0;  // set by launch_gemv: K tiles of x staged in shared memory at once
   int32_t x_tma = 0;          // set by launch_gemv: x_map is valid, the copy engine stages x
   int32_t x_ring_bufs = 0;    // set by launch_gemv: > 0: x in a ring of that many one-tile buffers
+  int32_t x_budget_bytes = 0;  // x chunks, both buffers; 0: the budget above (a measurement override)
   CUtensorMap x_map{};        // set by launch_gemv (tensor_map.h), read in place by the kernel
 };
 

@@ -1,9 +1,11 @@
-// chorus-cuda-bench MODEL.gguf [N...] [--attn-cluster-max-rows=A,B...]: the CUDA backend alone
+// chorus-cuda-bench MODEL.gguf [N...] [--attn-cluster-max-rows=A,B...] [--gemv-x-budget=A,B...]:
+// the CUDA backend alone
 // (no scheduler). For each N:
 // N random prompts of 128 tokens prefilled one by one, then 128 greedy decode steps of all
 // N together, timed (aggregate decode tok/s). The tokens are checked against each
 // sequence decoded alone (batched == solo), again for each listed attention cluster-merge
-// limit (attention.h; rows "cA N ..."). Then a 512-token prefill is timed.
+// limit (attention.h; rows "cA N ...") and GEMV x chunk budget (cuda_backend.h; rows "xA N ...").
+// Then a 512-token prefill is timed.
 //
 // chorus-cuda-bench --profile decode|prefill MODEL.gguf [N]: the region for a profiler run
 // under `ncu --profile-from-start off`: one eager decode step of N sequences (after warm-up),
@@ -197,9 +199,11 @@ int main(int argc, char** argv) {
   }
   std::vector<int> ns;
   std::vector<int> cluster_max_rows;  // --attn-cluster-max-rows=A,B,...: the decode rows again for each
+  std::vector<int> x_budgets;         // --gemv-x-budget=A,B,...: the same per GEMV x budget (bytes)
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (parse_int_list(arg, "--attn-cluster-max-rows=", cluster_max_rows)) continue;
+    if (parse_int_list(arg, "--gemv-x-budget=", x_budgets)) continue;
     ns.push_back(std::atoi(argv[i]));
   }
   if (ns.empty()) ns = {1, 8, 32};
@@ -247,6 +251,11 @@ int main(int argc, char** argv) {
     decode_rows(("c" + std::to_string(rows) + " ").c_str());
   }
   (*b)->set_attention_cluster_max_rows(default_cluster_rows);
+  for (int bytes : x_budgets) {  // rows "xBYTES N ...": GEMV x chunks in that budget
+    (*b)->set_gemv_x_budget_bytes(bytes);
+    decode_rows(("x" + std::to_string(bytes) + " ").c_str());
+  }
+  (*b)->set_gemv_x_budget_bytes(0);
   // Prefill of one 512-token prompt (median of 5).
   std::vector<int32_t> long_prompt(512);
   for (auto& t : long_prompt) t = static_cast<int32_t>(rng() % static_cast<uint32_t>((*b)->config().n_vocab));
