@@ -19,9 +19,12 @@ namespace {
 
 using namespace test;
 
-// Partials output, summed on the host in split order: [m][n].
-std::vector<float> run_partials(const Rig& rig, const DeviceBuffer<uint16_t>& x, int64_t x_stride, int m) {
+// Partials output, summed on the host in split order: [m][n]. x_budget_bytes: the x chunk
+// budget (GemvParams; 0: the default for M).
+std::vector<float> run_partials(const Rig& rig, const DeviceBuffer<uint16_t>& x, int64_t x_stride, int m,
+                                int32_t x_budget_bytes = 0) {
   GemvParams p = rig.params(m);
+  p.x_budget_bytes = x_budget_bytes;
   p.in.x = reinterpret_cast<const __half*>(x.get());
   p.in.x_stride = static_cast<int32_t>(x_stride);
   p.out.kind = GemvOut::Partials;
@@ -64,6 +67,15 @@ TEST_P(GemvTest, MatchesCpuReferenceForEveryBatchSize) {
       const std::vector<float> part = run_partials(rig, x, x_stride, m);
       ASSERT_EQ(0, std::memcmp(part.data(), full.data(), part.size() * sizeof(float)))
           << "M=" << m << ", " << n_splits << " splits";
+    }
+    // The x chunk budget only decides how many tiles a chunk holds (gemv.h): from one tile a
+    // chunk (4 KB) to the whole split (64 KB), the bits stay those of every other route.
+    for (int m : {2, 8, 16}) {
+      for (int32_t budget : {4096, 65536}) {
+        const std::vector<float> part = run_partials(rig, x, x_stride, m, budget);
+        ASSERT_EQ(0, std::memcmp(part.data(), full.data(), part.size() * sizeof(float)))
+            << "M=" << m << ", x budget " << budget << ", " << n_splits << " splits";
+      }
     }
   }
 }
