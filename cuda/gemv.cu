@@ -106,8 +106,9 @@ void launch_gemv(TensorType type, GemvParams p, cudaStream_t stream) {
             encode_gemv_x_map(p.x_map, p.in.x, p.in.x_stride, p.mats.k_elems, p.n_seqs, gemv_x_rows(p.n_seqs));
   // Activation tiles staged at once: as many as the budget holds for this M (any chunking gives
   // the same arithmetic: the accumulators run on across chunks).
-  const int budget =
-      p.x_budget_bytes > 0 ? p.x_budget_bytes : (p.n_seqs <= 8 ? kGemvXBudgetSmallBytes : kGemvXBudgetBytes);
+  // (Up to 8 rows the launch then shrinks the chunk while that fits more blocks on a
+  // multiprocessor, gemv_kernel.cuh: gemv_fit_chunk; not when the budget is given.)
+  const int budget = p.x_budget_bytes > 0 ? p.x_budget_bytes : kGemvXBudgetBytes;
   const int buf_bytes = budget / (gemv_x_async(p.in) ? 2 : 1);
   p.x_chunk_tiles = std::clamp(buf_bytes / gemv_x_tile_stride(p.n_seqs, p.x_tma), 1, p.split.tiles_per_split);
   // Past 8 rows a chunk is one tile, and the block barrier that recycled the two chunk buffers

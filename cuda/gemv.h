@@ -42,13 +42,13 @@ inline constexpr int kNormGroup = 64;         // columns per sum-of-squares part
 // them a tile's rows start at a 1024-byte boundary (the swizzle's period; elsewhere 1024 bytes
 // a tile at M = 1 would cost a 4th block per multiprocessor for the Q6_K LM head). A launch
 // stages as many tiles as fit its budget (half of it per buffer when double-buffered,
-// gemv_x_async). Up to 8 rows the budget is half as large: at M = 8 a 32 KB budget (4 tiles a
-// chunk) held a Q6_K block's shared memory at 77 KB, 2 blocks per multiprocessor (Q4_K: 70 KB,
-// 3); with 16 KB they fit 3 (Q4_K 4), and the 8B step at N = 8 took 3.28 ms instead of 3.59
-// (perf-notes v12). Past 8 rows a chunk is a tile or two either way.
+// gemv_x_async). Up to 8 rows the launch then takes fewer tiles a chunk where that fits another
+// block on a multiprocessor (gemv_fit_chunk): at M = 8 a 4-tile chunk held a Q6_K block's
+// shared memory at 77 KB, 2 blocks per multiprocessor (Q4_K: 70 KB, 3), and with 2-tile chunks
+// (3 and 4 blocks) the 8B step at N = 8 took 3.29 ms instead of 3.58 (perf-notes v12). Past 8
+// rows a chunk is a tile or two either way.
 inline constexpr int kGemvXTileBytes = 512;
 inline constexpr int kGemvXBudgetBytes = 32 * 1024;  // M = 32: two 1-tile buffers
-inline constexpr int kGemvXBudgetSmallBytes = 16 * 1024;  // M <= 8
 // More than 8 rows by the copy engine: a ring of one-tile buffers (gemv_kernel.cuh) in this
 // budget, 2..kGemvMaxRingBufs of them (M = 32: 2, M = 16: 4). 48 KB (3 buffers at M = 32)
 // measured no faster per step and takes 16 KB more of a multiprocessor's shared memory per
@@ -141,7 +141,7 @@ struct GemvParams {
   int32_t x_chunk_tiles = 0;  // set by launch_gemv: K tiles of x staged in shared memory at once
   int32_t x_tma = 0;          // set by launch_gemv: x_map is valid, the copy engine stages x
   int32_t x_ring_bufs = 0;    // set by launch_gemv: > 0: x in a ring of that many one-tile buffers
-  int32_t x_budget_bytes = 0;  // x chunks, both buffers; 0: the budgets above (a measurement override)
+  int32_t x_budget_bytes = 0;  // x chunks, both buffers; 0: kGemvXBudgetBytes, fitted (a measurement override)
   CUtensorMap x_map{};        // set by launch_gemv (tensor_map.h), read in place by the kernel
 };
 

@@ -16,6 +16,9 @@
 // gemv_q4k_exact.cuh.
 #include <cuda_fp16.h>
 
+#include <map>
+#include <mutex>
+
 #include "cuda/bulk_copy.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/dequant_kernels.cuh"
@@ -462,13 +465,56 @@ void prepare_nt() {
 }
 
 template <TensorType kType, int kNT>
-void launch_nt(const GemvParams& p, cudaStream_t stream) {
+size_t gemv_smem_bytes(const GemvParams& p) {
   using S = GemvShape<kType, kNT>;
-  if (p.mats.record_bytes != S::kRec) {
-    throw CudaError("gemv: record of " + std::to_string(p.mats.record_bytes) + " bytes, kernel expects " +
+  return S::kBarBytes + S::kWBytes + gemv_x_region_bytes(p, S::kBlockRows, S::kXsumTileBytes);
+}
+
+// Blocks of this kernel that one multiprocessor holds with `smem` bytes of dynamic shared
+// memory (the runtime's answer, remembered: it depends on the kernel and the device only, and
+// the process uses one device).
+template <TensorType kType, int kNT>
+int gemv_blocks_per_sm(size_t smem) {
+  static std::mutex mu;
+  static std::map<size_t, int> known;
+  const std::lock_guard<std::mutex> lock(mu);
+  const auto it = known.find(smem);
+  if (it != known.end()) return it->second;
+  int n = 0;
+  CHORUS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gemv_kernel<kType, kNT>,
+                                                                  GemvShape<kType, kNT>::kWarps * 32, smem));
+  known.emplace(smem, n);
+  return n;
+}
+
+// Up to 8 rows, the largest x chunk (at most launch_gemv's) that still lets the most blocks
+// share a multiprocessor: a chunk's tiles cost shared memory next to the weight stages, and
+// these launches are latency-bound, so a block more per multiprocessor is worth more than
+// fewer chunk barriers (perf-notes v12). Fewer tiles a chunk give the same bits.
+template <TensorType kType, int kNT>
+int gemv_fit_chunk(GemvParams q) {
+  int best_chunk = q.x_chunk_tiles, best = gemv_blocks_per_sm<kType, kNT>(gemv_smem_bytes<kType, kNT>(q));
+  for (int c = best_chunk - 1; c >= 1; --c) {
+    q.x_chunk_tiles = c;
+    const int n = gemv_blocks_per_sm<kType, kNT>(gemv_smem_bytes<kType, kNT>(q));
+    if (n > best) {
+      best = n;
+      best_chunk = c;
+    }
+  }
+  return best_chunk;
+}
+
+template <TensorType kType, int kNT>
+void launch_nt(const GemvParams& p_in, cudaStream_t stream) {
+  using S = GemvShape<kType, kNT>;
+  if (p_in.mats.record_bytes != S::kRec) {
+    throw CudaError("gemv: record of " + std::to_string(p_in.mats.record_bytes) + " bytes, kernel expects " +
                     std::to_string(S::kRec));
   }
-  const size_t smem = S::kBarBytes + S::kWBytes + gemv_x_region_bytes(p, S::kBlockRows, S::kXsumTileBytes);
+  GemvParams p = p_in;
+  if (p.x_budget_bytes == 0 && p.x_ring_bufs == 0 && p.n_seqs <= 8) p.x_chunk_tiles = gemv_fit_chunk<kType, kNT>(p);
+  const size_t smem = gemv_smem_bytes<kType, kNT>(p);
   if (smem > static_cast<size_t>(kGemvMaxSmem)) throw CudaError("gemv: " + std::to_string(smem) + " bytes of shared memory");
   const unsigned cluster_y = p.split.reduce == GemvReduce::Cluster ? static_cast<unsigned>(p.split.n_splits) : 1u;
   launch_pdl_clustered(gemv_kernel<kType, kNT>, dim3(gemv_row_blocks(p.mats, S::kBlockRows), p.split.n_splits),
