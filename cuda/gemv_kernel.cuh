@@ -490,19 +490,19 @@ int gemv_blocks_per_sm(size_t smem) {
 // Up to 8 rows, the largest x chunk (at most launch_gemv's) that still lets the most blocks
 // share a multiprocessor: a chunk's tiles cost shared memory next to the weight stages, and
 // these launches are latency-bound, so a block more per multiprocessor is worth more than
-// fewer chunk barriers (perf-notes v12). Fewer tiles a chunk give the same bits.
+// fewer chunk barriers (perf-notes v12). Fewer tiles a chunk give the same bits. The most
+// blocks are those of a one-tile chunk (fewer bytes never fit fewer blocks), so the search
+// stops at the first chunk, from the largest down, that fits as many.
 template <TensorType kType, int kNT>
 int gemv_fit_chunk(GemvParams q) {
-  int best_chunk = q.x_chunk_tiles, best = gemv_blocks_per_sm<kType, kNT>(gemv_smem_bytes<kType, kNT>(q));
-  for (int c = best_chunk - 1; c >= 1; --c) {
+  const int max_chunk = q.x_chunk_tiles;
+  q.x_chunk_tiles = 1;
+  const int most = gemv_blocks_per_sm<kType, kNT>(gemv_smem_bytes<kType, kNT>(q));
+  for (int c = max_chunk; c > 1; --c) {
     q.x_chunk_tiles = c;
-    const int n = gemv_blocks_per_sm<kType, kNT>(gemv_smem_bytes<kType, kNT>(q));
-    if (n > best) {
-      best = n;
-      best_chunk = c;
-    }
+    if (gemv_blocks_per_sm<kType, kNT>(gemv_smem_bytes<kType, kNT>(q)) >= most) return c;
   }
-  return best_chunk;
+  return 1;
 }
 
 template <TensorType kType, int kNT>
