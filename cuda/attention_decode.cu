@@ -22,26 +22,96 @@
 namespace chorus::cuda {
 namespace {
 
-// K (rotated) and V of the row's new token for kv head kvh into the cache, and into the
-// block's staged rows k_s / v_s.
-__device__ void write_new_kv(const DecodeAttentionParams& d, const float* qkv, int row, int kvh, int pos, __half* k_s,
-                             __half* v_s) {
-  const AttentionParams& p = d.attn;
-  const int hd = p.head_dim, q_dim = p.n_heads * hd, kv_dim = p.n_kv_heads * hd;
-  const int64_t off = cache_row(p, row, kvh, pos);
-  const float* k = qkv + q_dim + kvh * hd;
-  for (int j = threadIdx.x; j < hd / 2; j += blockDim.x) {
+// The new token's part of a block's work: its query heads (rotated, pre-scaled) into s.q_s and,
+// for the row's last chunk, its K (rotated) and V into the cache and the staged rows. The RoPE
+// angles depend on the position only, so angles() runs before pdl_wait (the double pow and
+// sincos are a long dependent chain); after the wait, load() issues every load of q, k and v
+// before store() writes any of them, so the new values cost one round trip, not one per loop.
+// The rotations are rope_rotate's, split in two: the same bits.
+template <int kG, int kP>
+struct NewToken {
+  static constexpr int kQIters = (kG * 32 * kP + kAttnThreads - 1) / kAttnThreads;  // q pairs per thread
+  static constexpr int kVIters = (64 * kP + kAttnThreads - 1) / kAttnThreads;       // v elements per thread
+  RopeAngle q_rot[kQIters], k_rot;
+  float qa[kQIters], qb[kQIters], ka = 0.0f, kb = 0.0f, v[kVIters];
+
+  __device__ void angles(const DecodeAttentionParams& d, int pos, bool writes_kv) {
+    const int hd2 = d.attn.head_dim / 2, n_q = d.attn.n_heads / d.attn.n_kv_heads * hd2;
     int i0, i1, freq;
-    rope_pair(d.rope, j, i0, i1, freq);
-    float a = k[i0], b = k[i1];
-    rope_rotate(d.rope, pos, freq, a, b);
-    const __half ha = __float2half_rn(a), hb = __float2half_rn(b);
-    p.k_cache[off + i0] = k_s[i0] = ha;
-    p.k_cache[off + i1] = k_s[i1] = hb;
+#pragma unroll
+    for (int n = 0; n < kQIters; ++n) {
+      const int i = threadIdx.x + n * kAttnThreads;
+      if (i >= n_q) break;
+      rope_pair(d.rope, i % hd2, i0, i1, freq);
+      q_rot[n] = rope_angle(d.rope, pos, freq);
+    }
+    if (writes_kv && static_cast<int>(threadIdx.x) < hd2) {
+      rope_pair(d.rope, threadIdx.x, i0, i1, freq);
+      k_rot = rope_angle(d.rope, pos, freq);
+    }
   }
-  const float* v = qkv + q_dim + kv_dim + kvh * hd;
-  for (int i = threadIdx.x; i < hd; i += blockDim.x) p.v_cache[off + i] = v_s[i] = __float2half_rn(v[i]);
-}
+
+  __device__ void load(const DecodeAttentionParams& d, const float* qkv, int kvh, bool writes_kv) {
+    const AttentionParams& p = d.attn;
+    const int hd = p.head_dim, hd2 = hd / 2, group = p.n_heads / p.n_kv_heads;
+    int i0, i1, freq;
+#pragma unroll
+    for (int n = 0; n < kQIters; ++n) {
+      const int i = threadIdx.x + n * kAttnThreads;
+      if (i >= group * hd2) break;
+      rope_pair(d.rope, i % hd2, i0, i1, freq);
+      const float* q = qkv + (kvh * group + i / hd2) * hd;
+      qa[n] = q[i0];
+      qb[n] = q[i1];
+    }
+    if (!writes_kv) return;
+    const int q_dim = p.n_heads * hd, kv_dim = p.n_kv_heads * hd;
+    if (static_cast<int>(threadIdx.x) < hd2) {
+      rope_pair(d.rope, threadIdx.x, i0, i1, freq);
+      const float* k = qkv + q_dim + kvh * hd;
+      ka = k[i0];
+      kb = k[i1];
+    }
+    const float* vsrc = qkv + q_dim + kv_dim + kvh * hd;
+#pragma unroll
+    for (int n = 0; n < kVIters; ++n) {
+      const int i = threadIdx.x + n * kAttnThreads;
+      if (i < hd) v[n] = vsrc[i];
+    }
+  }
+
+  // kv_off: the new token's row in the cache (resolve_rows); k_s / v_s: its staged rows.
+  __device__ void store(const DecodeAttentionParams& d, ChunkSmem<kG, kP>& s, int64_t kv_off, bool writes_kv,
+                        __half* k_s, __half* v_s) {
+    const AttentionParams& p = d.attn;
+    const int hd = p.head_dim, hd2 = hd / 2, group = p.n_heads / p.n_kv_heads;
+    int i0, i1, freq;
+#pragma unroll
+    for (int n = 0; n < kQIters; ++n) {
+      const int i = threadIdx.x + n * kAttnThreads;
+      if (i >= group * hd2) break;
+      rope_pair(d.rope, i % hd2, i0, i1, freq);
+      float a = qa[n], b = qb[n];
+      rope_apply(q_rot[n], a, b);
+      s.q_s[i / hd2][i0] = a * p.scale;
+      s.q_s[i / hd2][i1] = b * p.scale;
+    }
+    if (!writes_kv) return;
+    if (static_cast<int>(threadIdx.x) < hd2) {
+      rope_pair(d.rope, threadIdx.x, i0, i1, freq);
+      float a = ka, b = kb;
+      rope_apply(k_rot, a, b);
+      const __half ha = __float2half_rn(a), hb = __float2half_rn(b);
+      p.k_cache[kv_off + i0] = k_s[i0] = ha;
+      p.k_cache[kv_off + i1] = k_s[i1] = hb;
+    }
+#pragma unroll
+    for (int n = 0; n < kVIters; ++n) {
+      const int i = threadIdx.x + n * kAttnThreads;
+      if (i < hd) p.v_cache[kv_off + i] = v_s[i] = __float2half_rn(v[n]);
+    }
+  }
+};
 
 // Copies the chunk's cached K and V rows except row `skip` (the new token's, not written yet)
 // into k_s / v_s (rows head_dim halves apart), asynchronously: 16-byte pieces when head_dim
@@ -174,35 +244,29 @@ __global__ void __launch_bounds__(kAttnThreads, 6) attention_decode_kernel(const
   const int hd = p.head_dim;
   __half* k_s = kv_s;
   __half* v_s = kv_s + kAttnChunkTokens * hd;
+  const int n_chunks = (len + kAttnChunkTokens - 1) / kAttnChunkTokens;
+  const bool writes_kv = active && chunk == n_chunks - 1;  // the new token's position is in this chunk
+  NewToken<kG, kP> tok;
   if (active) {  // nothing here depends on the kernel waited for (file comment)
     const int n_pos = min(kAttnChunkTokens, len - begin);
     resolve_rows(p, s.row_off, chunk, kvh, row, n_pos);
     __syncthreads();
     stage_cached_kv(p, s.row_off, n_pos, pos - begin, k_s, v_s);
+    tok.angles(d, pos, writes_kv);
   }
   pdl_wait();
   pdl_trigger();
   if (!active && !d.cluster_merge) return;  // in a cluster every block takes part in the merge
-  const int n_chunks = (len + kAttnChunkTokens - 1) / kAttnChunkTokens;
-  const int group = p.n_heads / p.n_kv_heads;
   const float* qkv = d.qkv + static_cast<int64_t>(row) * d.qkv_stride;
 
   if (active) {
-    for (int i = threadIdx.x; i < group * (hd / 2); i += kAttnThreads) {
-      const int gi = i / (hd / 2), j = i % (hd / 2);
-      int i0, i1, freq;
-      rope_pair(d.rope, j, i0, i1, freq);
-      const float* q = qkv + (kvh * group + gi) * hd;
-      float a = q[i0], b = q[i1];
-      rope_rotate(d.rope, pos, freq, a, b);
-      s.q_s[gi][i0] = a * p.scale;
-      s.q_s[gi][i1] = b * p.scale;
-    }
-    if (chunk == n_chunks - 1) write_new_kv(d, qkv, row, kvh, pos, k_s + (pos - begin) * hd, v_s + (pos - begin) * hd);
+    tok.load(d, qkv, kvh, writes_kv);
+    tok.store(d, s, writes_kv ? s.row_off[pos - begin] : 0, writes_kv, k_s + (pos - begin) * hd,
+              v_s + (pos - begin) * hd);
     cp_async_wait_all();
     __syncthreads();  // queries and every K/V row staged
     const ChunkSink sink = d.cluster_merge ? ChunkSink{&s.ml_s[0][0], 2, &s.q_s[0][0], kAttnMaxHeadDim}
-                                           : global_sink(p, row, kvh, chunk);
+                                             : global_sink(p, row, kvh, chunk);
     attend_chunk<kG, kP>(p, s, chunk, row, StagedRows{k_s, v_s, hd}, sink);
   }
   if (d.cluster_merge) {

@@ -35,15 +35,35 @@ __device__ __forceinline__ void rope_pair(const RopeSpec& r, int j, int& i0, int
   }
 }
 
-__device__ __forceinline__ void rope_rotate(const RopeSpec& r, int pos, int freq, float& a, float& b) {
-  if (freq < 0) return;
+// The rotation of frequency index freq at position pos as (cos, sin) in float; freq < 0: none
+// (on = false). Split from the rotation because it depends on the position only, so a kernel
+// can compute it before waiting for the values it rotates (the double sincos and pow are a long
+// dependent chain).
+struct RopeAngle {
+  float c = 1.0f, s = 0.0f;
+  bool on = false;
+};
+__device__ __forceinline__ RopeAngle rope_angle(const RopeSpec& r, int pos, int freq) {
+  RopeAngle t;
+  if (freq < 0) return t;
   const double theta = static_cast<double>(pos) * pow(static_cast<double>(r.base), -2.0 * freq / r.rope_dim);
   double sn, cs;
   sincos(theta, &sn, &cs);
-  const float c = static_cast<float>(cs), s = static_cast<float>(sn);
-  const float ra = a * c - b * s, rb = a * s + b * c;
+  t.c = static_cast<float>(cs);
+  t.s = static_cast<float>(sn);
+  t.on = true;
+  return t;
+}
+
+__device__ __forceinline__ void rope_apply(const RopeAngle& t, float& a, float& b) {
+  if (!t.on) return;
+  const float ra = a * t.c - b * t.s, rb = a * t.s + b * t.c;
   a = ra;
   b = rb;
+}
+
+__device__ __forceinline__ void rope_rotate(const RopeSpec& r, int pos, int freq, float& a, float& b) {
+  rope_apply(rope_angle(r, pos, freq), a, b);
 }
 #endif
 
