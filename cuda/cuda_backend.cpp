@@ -106,16 +106,24 @@ void CudaBackend::init(const std::string& model_path, const CudaBackendOptions& 
   weights_ = upload_model(c, model_->weights);
   allocate_buffers(kv_tokens);
 
+  choose_splits(opts.gemv_splits);
+  attn_cluster_max_rows_ = std::max(0, opts.attn_cluster_max_rows);
+  gemv_x_budget_bytes_ = std::max(0, opts.gemv_x_budget_bytes);
+}
+
+void CudaBackend::choose_splits(const CudaBackendOptions::Splits& splits) {
+  const ModelConfig& c = model_->config;
   const int32_t tiles_embd = static_cast<int32_t>(round_up(c.n_embd, kTileElems) / kTileElems);
   const int32_t tiles_q = static_cast<int32_t>(round_up(c.q_dim(), kTileElems) / kTileElems);
   const int32_t tiles_ff = static_cast<int32_t>(round_up(c.n_ff, kTileElems) / kTileElems);
-  split_qkv_ = gemv_choose_splits(c.q_dim() + 2 * c.kv_dim(), tiles_embd, n_sms_);
-  split_o_ = gemv_choose_splits(c.n_embd, tiles_q, n_sms_);
-  split_ffn_up_ = gemv_choose_splits(2 * c.n_ff, tiles_embd, n_sms_);
-  split_down_ = gemv_choose_splits(c.n_embd, tiles_ff, n_sms_);
+  auto pick = [&](int32_t forced, int64_t total_rows, int32_t n_tiles) {
+    return forced > 0 ? gemv_split_shape(forced, n_tiles) : gemv_choose_splits(total_rows, n_tiles, n_sms_);
+  };
+  split_qkv_ = pick(splits.qkv, c.q_dim() + 2 * c.kv_dim(), tiles_embd);
+  split_o_ = pick(splits.o, c.n_embd, tiles_q);
+  split_ffn_up_ = pick(splits.ffn_up, 2 * c.n_ff, tiles_embd);
+  split_down_ = pick(splits.down, c.n_embd, tiles_ff);
   split_lm_ = GemvSplitShape{1, tiles_embd};
-  attn_cluster_max_rows_ = std::max(0, opts.attn_cluster_max_rows);
-  gemv_x_budget_bytes_ = std::max(0, opts.gemv_x_budget_bytes);
 }
 
 void CudaBackend::allocate_buffers(int64_t kv_tokens) {

@@ -35,6 +35,12 @@ struct CudaBackendOptions {
   // gemv.h, which these measurements chose). Smaller chunks let more blocks share a
   // multiprocessor. For measurements (chorus-cuda-bench --gemv-x-budget).
   int32_t gemv_x_budget_bytes = 0;
+  // K splits of the decode GEMVs per matrix group instead of gemv_choose_splits' (0: its
+  // choice). A split count changes the f32 summation order, so tokens may differ from the
+  // default's; for measurements (chorus-cuda-bench --gemv-splits).
+  struct Splits {
+    int32_t qkv = 0, o = 0, ffn_up = 0, down = 0;
+  } gemv_splits;
 };
 
 // Inputs of one step, laid out identically in pinned host memory and on the device.
@@ -66,11 +72,14 @@ class CudaBackend final : public Backend {
   int32_t attention_cluster_max_rows() const { return attn_cluster_max_rows_; }
   // Sets CudaBackendOptions::gemv_x_budget_bytes and drops the captured graphs. For measurements.
   void set_gemv_x_budget_bytes(int32_t bytes);
+  // Sets CudaBackendOptions::gemv_splits and drops the captured graphs. For measurements.
+  void set_gemv_splits(const CudaBackendOptions::Splits& splits);
 
  private:
   CudaBackend() = default;
   void init(const std::string& model_path, const CudaBackendOptions& opts);
   void allocate_buffers(int64_t kv_tokens);
+  void choose_splits(const CudaBackendOptions::Splits& splits);
 
   // One GEMV product: up to three matrices sharing K (a launch per run of one type).
   struct GemvCall {

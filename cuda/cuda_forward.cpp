@@ -258,6 +258,11 @@ void CudaBackend::set_gemv_x_budget_bytes(int32_t bytes) {
   drop_graphs();  // the chunk size is baked into the captured launches
 }
 
+void CudaBackend::set_gemv_splits(const CudaBackendOptions::Splits& splits) {
+  choose_splits(splits);
+  drop_graphs();  // the split shapes are baked into the captured launches
+}
+
 void CudaBackend::set_attention_cluster_max_rows(int32_t n_rows) {
   attn_cluster_max_rows_ = std::max(0, n_rows);
   drop_graphs();  // graphs captured before baked the old route into their launches

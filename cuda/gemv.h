@@ -157,6 +157,8 @@ struct GemvSplitShape {
   int32_t tiles_per_split = 0;
 };
 GemvSplitShape gemv_choose_splits(int64_t total_rows, int32_t n_tiles, int32_t n_sms);
+// n_splits (clamped to 1..16 and to n_tiles) as a shape with no empty split.
+GemvSplitShape gemv_split_shape(int32_t n_splits, int32_t n_tiles);
 
 // Blocks along x of a launch of `rows_per_block`-row blocks over every matrix. With the
 // default (64-row units) it is the most any launch uses: the size of `counters` and of the

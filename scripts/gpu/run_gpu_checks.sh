@@ -10,7 +10,8 @@
 # Stages (STAGES, comma separated): tests, bench, profile, esynth (start the Engine's synthetic
 # 8B model in the background), assemble (a model carried in parts), enginebench. TESTS (a glob,
 # default test_*) picks the test binaries; PROFILE_RUNS, DETAIL and SASS (below) pick launches;
-# BENCH_ARGS go to chorus-cuda-bench after its N list (e.g. --attn-cluster-max-rows=0,8).
+# BENCH_ARGS go to chorus-cuda-bench after its N list (e.g. --attn-cluster-max-rows=0,8), and
+# BENCH_ARGS_l1b / BENCH_ARGS_l8b to its run on that model only.
 set -uo pipefail
 CARRY=${CARRY:-.carry}
 OUT=${OUT:-/tmp/chorus-gpu-out}
@@ -84,7 +85,8 @@ fi
 if has bench; then
   for m in l1b l8b; do
     section "chorus-cuda-bench $m"
-    timeout 300 "$BIN/chorus-cuda-bench" /tmp/$m.gguf 1 8 32 ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench_$m.txt" >> "$LOG"
+    model_args=BENCH_ARGS_$m  # BENCH_ARGS_l1b / BENCH_ARGS_l8b: that model's only
+    timeout 300 "$BIN/chorus-cuda-bench" /tmp/$m.gguf 1 8 32 ${BENCH_ARGS:-} ${!model_args:-} 2>&1 | tee "$OUT/bench_$m.txt" >> "$LOG"
   done
 fi
 
@@ -163,7 +165,7 @@ echo "==== summary ===="
 for k in "${!R[@]}"; do echo "test $k: rc=${R[$k]} ($(grep -A1000 "==== $k ====" "$LOG" | grep -m1 -E "PASSED|FAILED" ))"; done
 grep -h "cosine" "$LOG" 2>/dev/null
 for m in l1b l8b; do
-  [ -f "$OUT/bench_$m.txt" ] && { echo "-- $m (chorus-cuda-bench)"; grep -E "^c?[0-9]+ |prefill|batch-inv|cluster merge" "$OUT/bench_$m.txt"; }
+  [ -f "$OUT/bench_$m.txt" ] && { echo "-- $m (chorus-cuda-bench)"; grep -E "^([cxs][0-9.]+ )?[0-9]+ |prefill|batch-inv|cluster merge" "$OUT/bench_$m.txt"; }
 done
 [ -f "$OUT/enginebench.txt" ] && { echo "-- chorus-bench run"; grep -E "model|^ *[0-9]+ |batch-invariant" "$OUT/enginebench.txt" | head -40; }
 exit 0

@@ -1,10 +1,13 @@
-// chorus-cuda-bench MODEL.gguf [N...] [--attn-cluster-max-rows=A,B...] [--gemv-x-budget=A,B...]:
-// the CUDA backend alone
+// chorus-cuda-bench MODEL.gguf [N...] [--attn-cluster-max-rows=A,B...] [--gemv-x-budget=A,B...]
+// [--gemv-splits=Q.O.U.D,...]: the CUDA backend alone
 // (no scheduler). For each N:
 // N random prompts of 128 tokens prefilled one by one, then 128 greedy decode steps of all
 // N together, timed (aggregate decode tok/s). The tokens are checked against each
 // sequence decoded alone (batched == solo), again for each listed attention cluster-merge
 // limit (attention.h; rows "cA N ...") and GEMV x chunk budget (cuda_backend.h; rows "xA N ...").
+// Split counts (CudaBackendOptions::gemv_splits: q|k|v, output, gate|up, down; 0 keeps the
+// default) change the rounding, so their rows "sQ.O.U.D N ..." compare against solo runs
+// under the same splits.
 // Then a 512-token prefill is timed.
 //
 // chorus-cuda-bench --profile decode|prefill MODEL.gguf [N]: the region for a profiler run
@@ -200,10 +203,19 @@ int main(int argc, char** argv) {
   std::vector<int> ns;
   std::vector<int> cluster_max_rows;  // --attn-cluster-max-rows=A,B,...: the decode rows again for each
   std::vector<int> x_budgets;         // --gemv-x-budget=A,B,...: the same per GEMV x budget (bytes)
+  std::vector<std::string> splits;    // --gemv-splits=Q.O.U.D,...: the same per split override
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (parse_int_list(arg, "--attn-cluster-max-rows=", cluster_max_rows)) continue;
     if (parse_int_list(arg, "--gemv-x-budget=", x_budgets)) continue;
+    if (arg.rfind("--gemv-splits=", 0) == 0) {
+      for (size_t at = 14; at < arg.size();) {
+        const size_t comma = std::min(arg.find(',', at), arg.size());
+        splits.push_back(arg.substr(at, comma - at));
+        at = comma + 1;
+      }
+      continue;
+    }
     ns.push_back(std::atoi(argv[i]));
   }
   if (ns.empty()) ns = {1, 8, 32};
@@ -256,6 +268,17 @@ int main(int argc, char** argv) {
     decode_rows(("x" + std::to_string(bytes) + " ").c_str());
   }
   (*b)->set_gemv_x_budget_bytes(0);
+  for (const std::string& spec : splits) {  // rows "sQ.O.U.D N ...", against solo runs of the same splits
+    cuda::CudaBackendOptions::Splits sp;
+    if (std::sscanf(spec.c_str(), "%d.%d.%d.%d", &sp.qkv, &sp.o, &sp.ffn_up, &sp.down) != 4) {
+      std::fprintf(stderr, "--gemv-splits: '%s' is not Q.O.U.D\n", spec.c_str());
+      return 2;
+    }
+    (*b)->set_gemv_splits(sp);
+    for (int s = 0; s < max_n; ++s) solo[static_cast<size_t>(s)] = generate(**b, prompts, {s}).tokens[0];
+    decode_rows(("s" + spec + " ").c_str());
+  }
+  if (!splits.empty()) (*b)->set_gemv_splits({});
   // Prefill of one 512-token prompt (median of 5).
   std::vector<int32_t> long_prompt(512);
   for (auto& t : long_prompt) t = static_cast<int32_t>(rng() % static_cast<uint32_t>((*b)->config().n_vocab));

@@ -96,7 +96,7 @@ TEST_P(GemvFusedTest, NormalizedInputSumAndBias) {
   for (float v : full) ASSERT_TRUE(std::isfinite(v));
   EXPECT_LT(test::rel_l2(full.data(), ref.data(), full.size()), 2e-3);
   EXPECT_EQ(0, std::memcmp(run(32).data(), full.data(), full.size() * 4)) << "second launch (counters reset)";
-  for (int m : {1, 5, 13}) {
+  for (int m : {1, 2, 5, 13}) {
     ASSERT_EQ(0, std::memcmp(run(m).data(), full.data(), static_cast<size_t>(m * n) * 4)) << "M=" << m;
   }
   // The 3 splits meet in a thread-block cluster by default; through global partials and the
@@ -306,6 +306,13 @@ TEST(GemvSplits, DependOnShapeOnlyAndCoverK) {
       EXPECT_LE(s.n_splits, 16);
       EXPECT_GE(int64_t{s.n_splits} * s.tiles_per_split, tiles);
       EXPECT_LT(int64_t{s.n_splits - 1} * s.tiles_per_split, tiles) << "an empty split";
+      for (int32_t forced : {0, 1, 3, 8, 16, 40}) {  // the measurement override
+        const GemvSplitShape f = gemv_split_shape(forced, tiles);
+        EXPECT_GE(f.n_splits, 1);
+        EXPECT_LE(f.n_splits, std::min(16, std::max(1, forced)));
+        EXPECT_GE(int64_t{f.n_splits} * f.tiles_per_split, tiles);
+        EXPECT_LT(int64_t{f.n_splits - 1} * f.tiles_per_split, tiles) << "an empty split, forced " << forced;
+      }
     }
   }
 }
