@@ -55,9 +55,12 @@ __device__ __forceinline__ RopeAngle rope_angle(const RopeSpec& r, int pos, int 
   return t;
 }
 
+// Explicit roundings: left to the compiler, a * c - b * s contracts into a fused multiply-add
+// one way or the other depending on the code around it, and the prefill and decode kernels
+// must rotate to the same bits (the decode build of session 9 moved a cosine in the 7th digit).
 __device__ __forceinline__ void rope_apply(const RopeAngle& t, float& a, float& b) {
   if (!t.on) return;
-  const float ra = a * t.c - b * t.s, rb = a * t.s + b * t.c;
+  const float ra = __fmaf_rn(a, t.c, -__fmul_rn(b, t.s)), rb = __fmaf_rn(a, t.s, __fmul_rn(b, t.c));
   a = ra;
   b = rb;
 }

@@ -1,7 +1,8 @@
 // Fused decode attention (attention_decode.cu) against a float64 CPU reference on fresh random
 // inputs: rows of different lengths over a shuffled paged F16 cache, GQA, both RoPE styles,
 // contexts from one position to several chunks. Checks the new token's K (rotated) and V in
-// the cache, the attention output, and that a row's output does not depend on the other rows.
+// the cache (bit for bit as the prefill QKV kernel writes them), the attention output, and that
+// a row's output does not depend on the other rows.
 // Tolerance: f16 cache and output (relative 2^-11 each), f32 arithmetic: relative L2 2e-3.
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 
 #include "cuda/attention.h"
 #include "cuda/device_memory.h"
+#include "cuda/layer_ops.h"
 #include "engine/quant/fp16.h"
 #include "tests/cuda/cuda_test_util.h"
 
@@ -166,6 +168,41 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
       }
     }
   }
+  // A prompt's K/V come from the prefill QKV kernel, the generated tokens' from this one; both
+  // rotate through rope.cuh and must write the same halves, or a sequence's cache would depend on
+  // whether a token was prefilled or decoded.
+  {
+    DeviceBuffer<uint16_t> pk(cache_elems), pv(cache_elems);
+    CHORUS_CUDA_CHECK(cudaMemcpy(pk.get(), k_cache.data(), pk.size_bytes(), cudaMemcpyHostToDevice));
+    CHORUS_CUDA_CHECK(cudaMemcpy(pv.get(), v_cache.data(), pv.size_bytes(), cudaMemcpyHostToDevice));
+    std::vector<int32_t> positions(lens.size());
+    for (size_t r = 0; r < lens.size(); ++r) positions[r] = lens[r] - 1;
+    DeviceBuffer<int32_t> dpos(positions.size());
+    CHORUS_CUDA_CHECK(cudaMemcpy(dpos.get(), positions.data(), dpos.size_bytes(), cudaMemcpyHostToDevice));
+    DeviceBuffer<float> q_out(static_cast<size_t>(rows) * q_dim);
+    QkvRopeParams qp;
+    qp.qkv = Partials{dqkv.get(), 1, 0, n_qkv, 0};
+    qp.positions = dpos.get();
+    qp.block_tables = dtables.get();
+    qp.max_blocks = kMaxBlocks;
+    qp.block_tokens = kBlockTokens;
+    qp.k_cache = reinterpret_cast<__half*>(pk.get());
+    qp.v_cache = reinterpret_cast<__half*>(pv.get());
+    qp.q_out = q_out.get();
+    qp.n_heads = sh.n_heads;
+    qp.n_kv_heads = sh.n_kv_heads;
+    qp.head_dim = hd;
+    qp.rope = rope;
+    qp.n_rows = rows;
+    launch_qkv_rope(qp, nullptr);
+    CHORUS_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<uint16_t> k_pre(cache_elems), v_pre(cache_elems);
+    CHORUS_CUDA_CHECK(cudaMemcpy(k_pre.data(), pk.get(), pk.size_bytes(), cudaMemcpyDeviceToHost));
+    CHORUS_CUDA_CHECK(cudaMemcpy(v_pre.data(), pv.get(), pv.size_bytes(), cudaMemcpyDeviceToHost));
+    ASSERT_EQ(0, std::memcmp(k_pre.data(), k_after.data(), k_pre.size() * 2)) << "K: prefill and decode differ";
+    ASSERT_EQ(0, std::memcmp(v_pre.data(), v_after.data(), v_pre.size() * 2)) << "V: prefill and decode differ";
+  }
+
   for (float v : got) ASSERT_TRUE(std::isfinite(v)) << "unwritten or non-finite output";
   EXPECT_LT(test::rel_l2(got.data(), want.data(), got.size()), 2e-3);
 
