@@ -179,14 +179,22 @@ int profile(const std::string& what, const std::string& path, int n) {
   return 0;
 }
 
-// "FLAGA,B,..." appends A, B, ... to out; false if arg is not that flag.
-bool parse_int_list(const std::string& arg, const std::string& flag, std::vector<int>& out) {
+// "FLAGA,B,..." appends "A", "B", ... to out; false if arg is not that flag.
+bool parse_list(const std::string& arg, const std::string& flag, std::vector<std::string>& out) {
   if (arg.rfind(flag, 0) != 0) return false;
   for (size_t at = flag.size(); at < arg.size();) {
     const size_t comma = std::min(arg.find(',', at), arg.size());
-    out.push_back(std::atoi(arg.substr(at, comma - at).c_str()));
+    out.push_back(arg.substr(at, comma - at));
     at = comma + 1;
   }
+  return true;
+}
+
+// The same for integers.
+bool parse_int_list(const std::string& arg, const std::string& flag, std::vector<int>& out) {
+  std::vector<std::string> items;
+  if (!parse_list(arg, flag, items)) return false;
+  for (const std::string& v : items) out.push_back(std::atoi(v.c_str()));
   return true;
 }
 
@@ -204,21 +212,23 @@ int main(int argc, char** argv) {
   std::vector<int> cluster_max_rows;  // --attn-cluster-max-rows=A,B,...: the decode rows again for each
   std::vector<int> x_budgets;         // --gemv-x-budget=A,B,...: the same per GEMV x budget (bytes)
   std::vector<std::string> splits;    // --gemv-splits=Q.O.U.D,...: the same per split override
+  std::vector<cuda::CudaBackendOptions::Splits> split_values;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (parse_int_list(arg, "--attn-cluster-max-rows=", cluster_max_rows)) continue;
     if (parse_int_list(arg, "--gemv-x-budget=", x_budgets)) continue;
-    if (arg.rfind("--gemv-splits=", 0) == 0) {
-      for (size_t at = 14; at < arg.size();) {
-        const size_t comma = std::min(arg.find(',', at), arg.size());
-        splits.push_back(arg.substr(at, comma - at));
-        at = comma + 1;
-      }
-      continue;
-    }
+    if (parse_list(arg, "--gemv-splits=", splits)) continue;
     ns.push_back(std::atoi(argv[i]));
   }
   if (ns.empty()) ns = {1, 8, 32};
+  for (const std::string& spec : splits) {
+    cuda::CudaBackendOptions::Splits sp;
+    if (std::sscanf(spec.c_str(), "%d.%d.%d.%d", &sp.qkv, &sp.o, &sp.ffn_up, &sp.down) != 4) {
+      std::fprintf(stderr, "--gemv-splits: '%s' is not Q.O.U.D (split counts, 0 for the default)\n", spec.c_str());
+      return 2;
+    }
+    split_values.push_back(sp);
+  }
   const int max_n = *std::max_element(ns.begin(), ns.end());
   cuda::CudaBackendOptions o;
   o.base.max_batch = 32;
@@ -268,15 +278,10 @@ int main(int argc, char** argv) {
     decode_rows(("x" + std::to_string(bytes) + " ").c_str());
   }
   (*b)->set_gemv_x_budget_bytes(0);
-  for (const std::string& spec : splits) {  // rows "sQ.O.U.D N ...", against solo runs of the same splits
-    cuda::CudaBackendOptions::Splits sp;
-    if (std::sscanf(spec.c_str(), "%d.%d.%d.%d", &sp.qkv, &sp.o, &sp.ffn_up, &sp.down) != 4) {
-      std::fprintf(stderr, "--gemv-splits: '%s' is not Q.O.U.D\n", spec.c_str());
-      return 2;
-    }
-    (*b)->set_gemv_splits(sp);
+  for (size_t i = 0; i < splits.size(); ++i) {  // rows "sQ.O.U.D N ...", against solo runs of the same splits
+    (*b)->set_gemv_splits(split_values[i]);
     for (int s = 0; s < max_n; ++s) solo[static_cast<size_t>(s)] = generate(**b, prompts, {s}).tokens[0];
-    decode_rows(("s" + spec + " ").c_str());
+    decode_rows(("s" + splits[i] + " ").c_str());
   }
   if (!splits.empty()) (*b)->set_gemv_splits({});
   // Prefill of one 512-token prompt (median of 5).
