@@ -27,7 +27,8 @@ namespace {
 // angles depend on the position only, so angles() runs before pdl_wait (the double pow and
 // sincos are a long dependent chain); after the wait, load() issues every load of q, k and v
 // before store() writes any of them, so the new values cost one round trip, not one per loop.
-// The rotations are rope_rotate's, split in two: the same bits.
+// The rotations are rope_rotate's split in two (rope.cuh spells out their roundings), so the
+// prefill QKV kernel writes the same K halves (test_cuda_attention).
 template <int kG, int kP>
 struct NewToken {
   static constexpr int kQIters = (kG * 32 * kP + kAttnThreads - 1) / kAttnThreads;  // q pairs per thread
@@ -35,39 +36,46 @@ struct NewToken {
   RopeAngle q_rot[kQIters], k_rot;
   float qa[kQIters], qb[kQIters], ka = 0.0f, kb = 0.0f, v[kVIters];
 
+  // Query pair n of this thread (false past the group's pairs): its head within the group, the
+  // two elements it rotates and its frequency index.
+  __device__ static bool q_pair(const DecodeAttentionParams& d, int n, int& head, int& i0, int& i1, int& freq) {
+    const int hd2 = d.attn.head_dim / 2, i = threadIdx.x + n * kAttnThreads;
+    if (i >= d.attn.n_heads / d.attn.n_kv_heads * hd2) return false;
+    head = i / hd2;
+    rope_pair(d.rope, i % hd2, i0, i1, freq);
+    return true;
+  }
+  // The new K's pair of this thread (false for threads past head_dim / 2).
+  __device__ static bool k_pair(const DecodeAttentionParams& d, int& i0, int& i1, int& freq) {
+    if (static_cast<int>(threadIdx.x) >= d.attn.head_dim / 2) return false;
+    rope_pair(d.rope, threadIdx.x, i0, i1, freq);
+    return true;
+  }
+
   __device__ void angles(const DecodeAttentionParams& d, int pos, bool writes_kv) {
-    const int hd2 = d.attn.head_dim / 2, n_q = d.attn.n_heads / d.attn.n_kv_heads * hd2;
-    int i0, i1, freq;
+    int head, i0, i1, freq;
 #pragma unroll
     for (int n = 0; n < kQIters; ++n) {
-      const int i = threadIdx.x + n * kAttnThreads;
-      if (i >= n_q) break;
-      rope_pair(d.rope, i % hd2, i0, i1, freq);
+      if (!q_pair(d, n, head, i0, i1, freq)) break;
       q_rot[n] = rope_angle(d.rope, pos, freq);
     }
-    if (writes_kv && static_cast<int>(threadIdx.x) < hd2) {
-      rope_pair(d.rope, threadIdx.x, i0, i1, freq);
-      k_rot = rope_angle(d.rope, pos, freq);
-    }
+    if (writes_kv && k_pair(d, i0, i1, freq)) k_rot = rope_angle(d.rope, pos, freq);
   }
 
   __device__ void load(const DecodeAttentionParams& d, const float* qkv, int kvh, bool writes_kv) {
     const AttentionParams& p = d.attn;
-    const int hd = p.head_dim, hd2 = hd / 2, group = p.n_heads / p.n_kv_heads;
-    int i0, i1, freq;
+    const int hd = p.head_dim, group = p.n_heads / p.n_kv_heads;
+    int head, i0, i1, freq;
 #pragma unroll
     for (int n = 0; n < kQIters; ++n) {
-      const int i = threadIdx.x + n * kAttnThreads;
-      if (i >= group * hd2) break;
-      rope_pair(d.rope, i % hd2, i0, i1, freq);
-      const float* q = qkv + (kvh * group + i / hd2) * hd;
+      if (!q_pair(d, n, head, i0, i1, freq)) break;
+      const float* q = qkv + (kvh * group + head) * hd;
       qa[n] = q[i0];
       qb[n] = q[i1];
     }
     if (!writes_kv) return;
     const int q_dim = p.n_heads * hd, kv_dim = p.n_kv_heads * hd;
-    if (static_cast<int>(threadIdx.x) < hd2) {
-      rope_pair(d.rope, threadIdx.x, i0, i1, freq);
+    if (k_pair(d, i0, i1, freq)) {
       const float* k = qkv + q_dim + kvh * hd;
       ka = k[i0];
       kb = k[i1];
@@ -84,21 +92,18 @@ struct NewToken {
   __device__ void store(const DecodeAttentionParams& d, ChunkSmem<kG, kP>& s, int64_t kv_off, bool writes_kv,
                         __half* k_s, __half* v_s) {
     const AttentionParams& p = d.attn;
-    const int hd = p.head_dim, hd2 = hd / 2, group = p.n_heads / p.n_kv_heads;
-    int i0, i1, freq;
+    const int hd = p.head_dim;
+    int head, i0, i1, freq;
 #pragma unroll
     for (int n = 0; n < kQIters; ++n) {
-      const int i = threadIdx.x + n * kAttnThreads;
-      if (i >= group * hd2) break;
-      rope_pair(d.rope, i % hd2, i0, i1, freq);
+      if (!q_pair(d, n, head, i0, i1, freq)) break;
       float a = qa[n], b = qb[n];
       rope_apply(q_rot[n], a, b);
-      s.q_s[i / hd2][i0] = a * p.scale;
-      s.q_s[i / hd2][i1] = b * p.scale;
+      s.q_s[head][i0] = a * p.scale;
+      s.q_s[head][i1] = b * p.scale;
     }
     if (!writes_kv) return;
-    if (static_cast<int>(threadIdx.x) < hd2) {
-      rope_pair(d.rope, threadIdx.x, i0, i1, freq);
+    if (k_pair(d, i0, i1, freq)) {
       float a = ka, b = kb;
       rope_apply(k_rot, a, b);
       const __half ha = __float2half_rn(a), hb = __float2half_rn(b);
