@@ -106,12 +106,14 @@ void CudaBackend::init(const std::string& model_path, const CudaBackendOptions& 
   weights_ = upload_model(c, model_->weights);
   allocate_buffers(kv_tokens);
 
-  choose_splits(opts.gemv_splits);
-  attn_cluster_max_rows_ = std::max(0, opts.attn_cluster_max_rows);
-  gemv_x_budget_bytes_ = std::max(0, opts.gemv_x_budget_bytes);
+  apply_tuning(opts.tuning);
 }
 
-void CudaBackend::choose_splits(const CudaBackendOptions::Splits& splits) {
+void CudaBackend::apply_tuning(const CudaTuning& t) {
+  tuning_ = t;
+  tuning_.attn_cluster_max_rows = std::max(0, t.attn_cluster_max_rows);
+  tuning_.gemv_x_budget_bytes = std::max(0, t.gemv_x_budget_bytes);
+  const CudaTuning::Splits& splits = t.gemv_splits;
   const ModelConfig& c = model_->config;
   const int32_t tiles_embd = static_cast<int32_t>(round_up(c.n_embd, kTileElems) / kTileElems);
   const int32_t tiles_q = static_cast<int32_t>(round_up(c.q_dim(), kTileElems) / kTileElems);

@@ -23,24 +23,29 @@ namespace chorus::cuda {
 
 enum class GraphMode { Replay, Eager };
 
-struct CudaBackendOptions {
-  BackendOptions base;
-  GraphMode graphs = GraphMode::Replay;
-  int32_t max_prefill_tokens = 512;
+// Launch choices of the decode step that measurements vary (chorus-cuda-bench); the defaults
+// are what those measurements chose on the H200.
+struct CudaTuning {
   // Decode attention launches of at most this many rows merge chunk partials inside a
   // thread-block cluster (attention.h); more rows use the counters. 0: never. Clusters save
   // 4-6% of a step at 1-8 rows and cost up to 3% at 32 on the H200 (perf-notes v11).
   int32_t attn_cluster_max_rows = 8;
   // Shared memory for a GEMV launch's x chunks (GemvParams::x_budget_bytes; 0: the defaults of
-  // gemv.h, which these measurements chose). Smaller chunks let more blocks share a
-  // multiprocessor. For measurements (chorus-cuda-bench --gemv-x-budget).
+  // gemv.h). Smaller chunks let more blocks share a multiprocessor.
   int32_t gemv_x_budget_bytes = 0;
   // K splits of the decode GEMVs per matrix group instead of gemv_choose_splits' (0: its
   // choice). A split count changes the f32 summation order, so tokens may differ from the
-  // default's; for measurements (chorus-cuda-bench --gemv-splits).
+  // default's (perf-notes v13).
   struct Splits {
     int32_t qkv = 0, o = 0, ffn_up = 0, down = 0;
   } gemv_splits;
+};
+
+struct CudaBackendOptions {
+  BackendOptions base;
+  GraphMode graphs = GraphMode::Replay;
+  int32_t max_prefill_tokens = 512;
+  CudaTuning tuning;
 };
 
 // Inputs of one step, laid out identically in pinned host memory and on the device.
@@ -67,19 +72,16 @@ class CudaBackend final : public Backend {
   BackendCounters counters() const override { return counters_; }
 
   void set_graph_mode(GraphMode m) { graph_mode_ = m; }
-  // Sets CudaBackendOptions::attn_cluster_max_rows and drops the captured graphs. For measurements.
-  void set_attention_cluster_max_rows(int32_t n_rows);
-  int32_t attention_cluster_max_rows() const { return attn_cluster_max_rows_; }
-  // Sets CudaBackendOptions::gemv_x_budget_bytes and drops the captured graphs. For measurements.
-  void set_gemv_x_budget_bytes(int32_t bytes);
-  // Sets CudaBackendOptions::gemv_splits and drops the captured graphs. For measurements.
-  void set_gemv_splits(const CudaBackendOptions::Splits& splits);
+  // Replaces CudaBackendOptions::tuning and drops the captured graphs (they bake it into their
+  // launches). For measurements.
+  void set_tuning(const CudaTuning& t);
+  const CudaTuning& tuning() const { return tuning_; }
 
  private:
   CudaBackend() = default;
   void init(const std::string& model_path, const CudaBackendOptions& opts);
   void allocate_buffers(int64_t kv_tokens);
-  void choose_splits(const CudaBackendOptions::Splits& splits);
+  void apply_tuning(const CudaTuning& t);  // tuning_ and the split shapes
 
   // One GEMV product: up to three matrices sharing K (a launch per run of one type).
   struct GemvCall {
@@ -132,8 +134,7 @@ class CudaBackend final : public Backend {
 
   // Split shapes per matrix group, fixed at load (never depend on M).
   GemvSplitShape split_qkv_, split_o_, split_ffn_up_, split_down_, split_lm_;
-  int32_t attn_cluster_max_rows_ = 0;
-  int32_t gemv_x_budget_bytes_ = 0;
+  CudaTuning tuning_;  // negative counts read as 0
 
   std::unique_ptr<Stream> stream_;
   std::unique_ptr<GemmLt> gemm_;

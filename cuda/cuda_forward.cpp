@@ -110,7 +110,7 @@ void CudaBackend::enqueue_gemv(const GemvCall& call, int32_t n_rows) {
     if (p.split.n_splits > 1 && static_cast<size_t>(gemv_row_blocks(p.mats)) > gemv_counters_.size()) {
       throw CudaError("gemv: more row blocks than split counters");
     }
-    p.x_budget_bytes = gemv_x_budget_bytes_;
+    p.x_budget_bytes = tuning_.gemv_x_budget_bytes;
     launch_gemv(type, p, stream_->get());
   }
 }
@@ -195,7 +195,7 @@ void CudaBackend::enqueue_attention_gemv(int32_t il, int32_t n_rows, int32_t gri
     d.qkv_stride = mm_stride_;
     d.rope = rope_of(c);
     d.counters = attn_counters_.get();
-    d.cluster_max_rows = attn_cluster_max_rows_;
+    d.cluster_max_rows = tuning_.attn_cluster_max_rows;
     launch_attention_decode(d, stream_->get());
     return;
   }
@@ -253,19 +253,9 @@ void CudaBackend::enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, int32
   }
 }
 
-void CudaBackend::set_gemv_x_budget_bytes(int32_t bytes) {
-  gemv_x_budget_bytes_ = std::max(0, bytes);
-  drop_graphs();  // the chunk size is baked into the captured launches
-}
-
-void CudaBackend::set_gemv_splits(const CudaBackendOptions::Splits& splits) {
-  choose_splits(splits);
-  drop_graphs();  // the split shapes are baked into the captured launches
-}
-
-void CudaBackend::set_attention_cluster_max_rows(int32_t n_rows) {
-  attn_cluster_max_rows_ = std::max(0, n_rows);
-  drop_graphs();  // graphs captured before baked the old route into their launches
+void CudaBackend::set_tuning(const CudaTuning& t) {
+  apply_tuning(t);
+  drop_graphs();  // routes, chunk sizes and split shapes are baked into the captured launches
 }
 
 // residual += m x for f16 rows x (the attention output or the SwiGLU output).

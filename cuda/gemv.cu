@@ -10,10 +10,8 @@ namespace chorus::cuda {
 
 GemvSplitShape gemv_choose_splits(int64_t total_rows, int32_t n_tiles, int32_t n_sms) {
   // Enough warps (16 rows x one split each) for about 8 per multiprocessor, keeping at least 2
-  // tiles per split so the f32 partials stay small next to the weights. (A target of 4, which
-  // halves the splits of the 8B output and down products and of the 1B gate|up and down ones,
-  // was measured in session 9 with chorus-cuda-bench --gemv-splits: faster at N >= 16, slower
-  // at N <= 8, and 1B N = 8 -20 % with gate|up unsplit; perf-notes v13.)
+  // tiles per split so the f32 partials stay small next to the weights. (A target of 4 was
+  // faster only at N >= 16 and lost 20 % at 1B N = 8: perf-notes v13.)
   const int64_t warps = (total_rows + 15) / 16;
   int32_t splits = 1;
   while (warps * splits < 8 * n_sms && n_tiles / (splits * 2) >= 2 && splits < 16) splits *= 2;

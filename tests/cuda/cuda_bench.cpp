@@ -4,8 +4,8 @@
 // N random prompts of 128 tokens prefilled one by one, then 128 greedy decode steps of all
 // N together, timed (aggregate decode tok/s). The tokens are checked against each
 // sequence decoded alone (batched == solo), again for each listed attention cluster-merge
-// limit (attention.h; rows "cA N ...") and GEMV x chunk budget (cuda_backend.h; rows "xA N ...").
-// Split counts (CudaBackendOptions::gemv_splits: q|k|v, output, gate|up, down; 0 keeps the
+// limit (attention.h; rows "cA N ...") and GEMV x chunk budget (CudaTuning; rows "xA N ...").
+// Split counts (CudaTuning::gemv_splits: q|k|v, output, gate|up, down; 0 keeps the
 // default) change the rounding, so their rows "sQ.O.U.D N ..." compare against solo runs
 // under the same splits.
 // Then a 512-token prefill is timed.
@@ -212,7 +212,7 @@ int main(int argc, char** argv) {
   std::vector<int> cluster_max_rows;  // --attn-cluster-max-rows=A,B,...: the decode rows again for each
   std::vector<int> x_budgets;         // --gemv-x-budget=A,B,...: the same per GEMV x budget (bytes)
   std::vector<std::string> splits;    // --gemv-splits=Q.O.U.D,...: the same per split override
-  std::vector<cuda::CudaBackendOptions::Splits> split_values;
+  std::vector<cuda::CudaTuning::Splits> split_values;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (parse_int_list(arg, "--attn-cluster-max-rows=", cluster_max_rows)) continue;
@@ -222,7 +222,7 @@ int main(int argc, char** argv) {
   }
   if (ns.empty()) ns = {1, 8, 32};
   for (const std::string& spec : splits) {
-    cuda::CudaBackendOptions::Splits sp;
+    cuda::CudaTuning::Splits sp;
     if (std::sscanf(spec.c_str(), "%d.%d.%d.%d", &sp.qkv, &sp.o, &sp.ffn_up, &sp.down) != 4) {
       std::fprintf(stderr, "--gemv-splits: '%s' is not Q.O.U.D (split counts, 0 for the default)\n", spec.c_str());
       return 2;
@@ -250,7 +250,7 @@ int main(int argc, char** argv) {
   std::vector<std::vector<int32_t>> solo(static_cast<size_t>(max_n));
   for (int s = 0; s < max_n; ++s) solo[static_cast<size_t>(s)] = generate(**b, prompts, {s}).tokens[0];
 
-  std::printf("attention cluster merge up to %d rows\n", (*b)->attention_cluster_max_rows());
+  std::printf("attention cluster merge up to %d rows\n", (*b)->tuning().attn_cluster_max_rows);
   std::printf("%-4s %12s %12s %s\n", "N", "decode tok/s", "step ms", "batched==solo");
   bool all_ok = true;
   auto decode_rows = [&](const char* prefix) {
@@ -267,23 +267,30 @@ int main(int argc, char** argv) {
     }
   };
   decode_rows("");
-  const int32_t default_cluster_rows = (*b)->attention_cluster_max_rows();
+  const cuda::CudaTuning defaults = (*b)->tuning();
+  // The decode rows again under `t` (labelled `prefix`), then the defaults back.
+  auto tuned_rows = [&](const cuda::CudaTuning& t, const std::string& prefix) {
+    (*b)->set_tuning(t);
+    decode_rows(prefix.c_str());
+    (*b)->set_tuning(defaults);
+  };
   for (int rows : cluster_max_rows) {  // rows "cROWS N ...": attention cluster merge up to ROWS rows
-    (*b)->set_attention_cluster_max_rows(rows);
-    decode_rows(("c" + std::to_string(rows) + " ").c_str());
+    cuda::CudaTuning t = defaults;
+    t.attn_cluster_max_rows = rows;
+    tuned_rows(t, "c" + std::to_string(rows) + " ");
   }
-  (*b)->set_attention_cluster_max_rows(default_cluster_rows);
   for (int bytes : x_budgets) {  // rows "xBYTES N ...": GEMV x chunks in that budget
-    (*b)->set_gemv_x_budget_bytes(bytes);
-    decode_rows(("x" + std::to_string(bytes) + " ").c_str());
+    cuda::CudaTuning t = defaults;
+    t.gemv_x_budget_bytes = bytes;
+    tuned_rows(t, "x" + std::to_string(bytes) + " ");
   }
-  (*b)->set_gemv_x_budget_bytes(0);
   for (size_t i = 0; i < splits.size(); ++i) {  // rows "sQ.O.U.D N ...", against solo runs of the same splits
-    (*b)->set_gemv_splits(split_values[i]);
+    cuda::CudaTuning t = defaults;
+    t.gemv_splits = split_values[i];
+    (*b)->set_tuning(t);
     for (int s = 0; s < max_n; ++s) solo[static_cast<size_t>(s)] = generate(**b, prompts, {s}).tokens[0];
-    decode_rows(("s" + splits[i] + " ").c_str());
+    tuned_rows(t, "s" + splits[i] + " ");
   }
-  if (!splits.empty()) (*b)->set_gemv_splits({});
   // Prefill of one 512-token prompt (median of 5).
   std::vector<int32_t> long_prompt(512);
   for (auto& t : long_prompt) t = static_cast<int32_t>(rng() % static_cast<uint32_t>((*b)->config().n_vocab));
