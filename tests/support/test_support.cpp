@@ -1,9 +1,11 @@
 #include "support/test_support.h"
 
 #include "engine/model/default_model.h"
+#include "engine/quant/fp16.h"
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -69,6 +71,23 @@ int run_command(const std::string& cmd, std::string* out, std::string* err) {
     *err = ss.str();
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::vector<uint8_t> random_blocks(TensorType type, int64_t n_blocks, std::mt19937& rng) {
+  const auto traits = *tensor_type_traits(static_cast<uint32_t>(type));
+  std::vector<uint8_t> raw(static_cast<size_t>(n_blocks) * traits.block_size_bytes);
+  for (auto& b : raw) b = static_cast<uint8_t>(rng());
+  if (type == TensorType::F32 || type == TensorType::F16 || type == TensorType::BF16) return raw;
+  std::uniform_real_distribution<float> scale(-2.0f, 2.0f);
+  const bool has_min = type == TensorType::Q4_1 || type == TensorType::Q5_1 || type == TensorType::Q4_K ||
+                       type == TensorType::Q5_K;
+  for (int64_t blk = 0; blk < n_blocks; ++blk) {
+    uint8_t* p = raw.data() + blk * static_cast<int64_t>(traits.block_size_bytes);
+    const uint16_t d = quant::f32_to_fp16(scale(rng)), m = quant::f32_to_fp16(scale(rng));
+    std::memcpy(type == TensorType::Q6_K ? p + 208 : p, &d, 2);  // Q6_K keeps d last
+    if (has_min) std::memcpy(p + 2, &m, 2);
+  }
+  return raw;
 }
 
 }  // namespace chorus::test

@@ -2,8 +2,11 @@
 // Helpers shared by the GoogleTests: where the external truth lives, scratch space, files.
 #include <cstdint>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
+
+#include "engine/quant/tensor_type.h"
 
 namespace chorus::test {
 
@@ -20,5 +23,9 @@ std::filesystem::path default_model_path();
 std::string cli_path();
 // Runs a shell command, returns its exit status and captures stdout (stderr to `err`).
 int run_command(const std::string& cmd, std::string* out, std::string* err = nullptr);
+// n_blocks blocks of a tensor type from random bytes, with every half-float scale and min a
+// finite value in [-2, 2] (random bits there would give NaN/Inf weights, and NaN != NaN).
+// F32/F16/BF16 "blocks" are single elements of random bits.
+std::vector<uint8_t> random_blocks(TensorType type, int64_t n_blocks, std::mt19937& rng);
 
 }  // namespace chorus::test
