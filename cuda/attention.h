@@ -55,6 +55,10 @@ struct DecodeAttentionParams {
   // Launches of at most this many rows merge in clusters (if grid_chunks allows); 0: never.
   int32_t cluster_max_rows = INT32_MAX;
   int32_t cluster_merge = 0;    // set by launch_attention_decode: a row's chunks merge in a cluster
+  // Consecutive chunks one block computes where the partials merge through the counters (0:
+  // launch_attention_decode chooses from the occupancy; always 1 in a cluster). Each chunk's
+  // partial is computed as by a block of its own, so the bits do not depend on it.
+  int32_t chunks_per_block = 0;
 };
 // Up to this many chunks per row (grid_chunks), a (kv head, row)'s chunk blocks form a
 // thread-block cluster and merge through distributed shared memory (the portable cluster size).

@@ -8,10 +8,19 @@
 // kernel, and every cached position but the new token's was written by an earlier step, so
 // none of it depends on the kernel being waited for. The copies' latency then overlaps the
 // previous kernel's tail and the query rotation instead of following them.
+//
+// Where the partials merge through the counters (many rows), a block may compute several
+// consecutive chunks one after another (DecodeAttentionParams::chunks_per_block): at 32 rows a
+// step has up to 2,048 chunk blocks, several waves of short latency chains, and a block that
+// takes more chunks rotates its queries once and ends in one arrival instead of several. Each
+// chunk's partial is computed exactly as by a block of its own, so the bits do not change.
 #include <cooperative_groups.h>
 
+#include <algorithm>
 #include <cfloat>
+#include <map>
 #include <mutex>
+#include <utility>
 
 #include "cuda/attention.h"
 #include "cuda/attention_chunk.cuh"
@@ -23,9 +32,9 @@ namespace chorus::cuda {
 namespace {
 
 // The new token's part of a block's work: its query heads (rotated, pre-scaled) into s.q_s and,
-// for the row's last chunk, its K (rotated) and V into the cache and the staged rows. The RoPE
-// angles depend on the position only, so angles() runs before pdl_wait (the double pow and
-// sincos are a long dependent chain); after the wait, load() issues every load of q, k and v
+// for the row's last chunk, its K (rotated) and V into the cache and (stage()) the staged rows.
+// The RoPE angles depend on the position only, so angles() runs before pdl_wait (the double pow
+// and sincos are a long dependent chain); after the wait, load() issues every load of q, k and v
 // before store() writes any of them, so the new values cost one round trip, not one per loop.
 // The rotations are rope_rotate's split in two (rope.cuh spells out their roundings), so the
 // prefill QKV kernel writes the same K halves (test_cuda_attention).
@@ -35,6 +44,7 @@ struct NewToken {
   static constexpr int kVIters = (64 * kP + kAttnThreads - 1) / kAttnThreads;       // v elements per thread
   RopeAngle q_rot[kQIters], k_rot;
   float qa[kQIters], qb[kQIters], ka = 0.0f, kb = 0.0f, v[kVIters];
+  __half k_h[2], v_h[kVIters];  // the new K pair and V elements as written to the cache
 
   // Query pair n of this thread (false past the group's pairs): its head within the group, the
   // two elements it rotates and its frequency index.
@@ -88,9 +98,8 @@ struct NewToken {
     }
   }
 
-  // kv_off: the new token's row in the cache (resolve_rows); k_s / v_s: its staged rows.
-  __device__ void store(const DecodeAttentionParams& d, ChunkSmem<kG, kP>& s, int64_t kv_off, bool writes_kv,
-                        __half* k_s, __half* v_s) {
+  // kv_off: the new token's row in the cache.
+  __device__ void store(const DecodeAttentionParams& d, ChunkSmem<kG, kP>& s, int64_t kv_off, bool writes_kv) {
     const AttentionParams& p = d.attn;
     const int hd = p.head_dim;
     int head, i0, i1, freq;
@@ -106,14 +115,29 @@ struct NewToken {
     if (k_pair(d, i0, i1, freq)) {
       float a = ka, b = kb;
       rope_apply(k_rot, a, b);
-      const __half ha = __float2half_rn(a), hb = __float2half_rn(b);
-      p.k_cache[kv_off + i0] = k_s[i0] = ha;
-      p.k_cache[kv_off + i1] = k_s[i1] = hb;
+      k_h[0] = __float2half_rn(a);
+      k_h[1] = __float2half_rn(b);
+      p.k_cache[kv_off + i0] = k_h[0];
+      p.k_cache[kv_off + i1] = k_h[1];
     }
 #pragma unroll
     for (int n = 0; n < kVIters; ++n) {
       const int i = threadIdx.x + n * kAttnThreads;
-      if (i < hd) p.v_cache[kv_off + i] = v_s[i] = __float2half_rn(v[n]);
+      if (i < hd) p.v_cache[kv_off + i] = v_h[n] = __float2half_rn(v[n]);
+    }
+  }
+
+  // The same K and V halves into the new token's staged rows k_s / v_s (after store()).
+  __device__ void stage(const DecodeAttentionParams& d, __half* k_s, __half* v_s) const {
+    int i0, i1, freq;
+    if (k_pair(d, i0, i1, freq)) {
+      k_s[i0] = k_h[0];
+      k_s[i1] = k_h[1];
+    }
+#pragma unroll
+    for (int n = 0; n < kVIters; ++n) {
+      const int i = threadIdx.x + n * kAttnThreads;
+      if (i < d.attn.head_dim) v_s[i] = v_h[n];
     }
   }
 };
@@ -139,6 +163,17 @@ __device__ void stage_cached_kv(const AttentionParams& p, const int64_t* row_off
     }
   }
   cp_async_commit();
+}
+
+// Resolves chunk `chunk`'s cache rows into row_off and starts copying its cached K/V rows (all
+// but the new token's at `pos`) into k_s / v_s.
+__device__ void stage_chunk(const AttentionParams& p, int64_t* row_off, int chunk, int kvh, int row, int len,
+                            __half* k_s, __half* v_s) {
+  const int begin = chunk * kAttnChunkTokens;
+  const int n_pos = min(kAttnChunkTokens, len - begin);
+  resolve_rows(p, row_off, chunk, kvh, row, n_pos);
+  __syncthreads();
+  stage_cached_kv(p, row_off, n_pos, len - 1 - begin, k_s, v_s);
 }
 
 // The last block of a (row, kv head) merges the chunk partials of the group's heads: a warp per
@@ -242,37 +277,43 @@ __global__ void __launch_bounds__(kAttnThreads, 6) attention_decode_kernel(const
   __shared__ int last_s;
   extern __shared__ __align__(16) __half kv_s[];  // [2][kAttnChunkTokens][head_dim]: K rows, V rows
   const AttentionParams& p = d.attn;
-  const int chunk = blockIdx.x, kvh = blockIdx.y, row = blockIdx.z;
+  const int kvh = blockIdx.y, row = blockIdx.z, per_block = d.chunks_per_block;
+  const int first = blockIdx.x * per_block;  // this block's chunks: [first, first + n_mine)
   const int len = p.seq_lens[row];
-  const int begin = chunk * kAttnChunkTokens, pos = len - 1;
-  const bool active = begin < len;
-  const int hd = p.head_dim;
+  const int pos = len - 1, hd = p.head_dim;
+  const int n_chunks = (len + kAttnChunkTokens - 1) / kAttnChunkTokens;
+  const int n_mine = max(0, min(per_block, n_chunks - first));
+  const bool active = n_mine > 0;
+  const bool writes_kv = active && first + n_mine == n_chunks;  // the new token's chunk is this block's last
   __half* k_s = kv_s;
   __half* v_s = kv_s + kAttnChunkTokens * hd;
-  const int n_chunks = (len + kAttnChunkTokens - 1) / kAttnChunkTokens;
-  const bool writes_kv = active && chunk == n_chunks - 1;  // the new token's position is in this chunk
   NewToken<kG, kP> tok;
+  int64_t kv_off = 0;        // the new token's cache row
   if (active) {  // nothing here depends on the kernel waited for (file comment)
-    const int n_pos = min(kAttnChunkTokens, len - begin);
-    resolve_rows(p, s.row_off, chunk, kvh, row, n_pos);
-    __syncthreads();
-    stage_cached_kv(p, s.row_off, n_pos, pos - begin, k_s, v_s);
+    stage_chunk(p, s.row_off, first, kvh, row, len, k_s, v_s);
     tok.angles(d, pos, writes_kv);
+    if (writes_kv) kv_off = n_mine == 1 ? s.row_off[pos - first * kAttnChunkTokens] : cache_row(p, row, kvh, pos);
   }
   pdl_wait();
   pdl_trigger();
   if (!active && !d.cluster_merge) return;  // in a cluster every block takes part in the merge
-  const float* qkv = d.qkv + static_cast<int64_t>(row) * d.qkv_stride;
 
   if (active) {
-    tok.load(d, qkv, kvh, writes_kv);
-    tok.store(d, s, writes_kv ? s.row_off[pos - begin] : 0, writes_kv, k_s + (pos - begin) * hd,
-              v_s + (pos - begin) * hd);
-    cp_async_wait_all();
-    __syncthreads();  // queries and every K/V row staged
-    const ChunkSink sink = d.cluster_merge ? ChunkSink{&s.ml_s[0][0], 2, &s.q_s[0][0], kAttnMaxHeadDim}
-                                             : global_sink(p, row, kvh, chunk);
-    attend_chunk<kG, kP>(p, s, chunk, row, StagedRows{k_s, v_s, hd}, sink);
+    tok.load(d, d.qkv + static_cast<int64_t>(row) * d.qkv_stride, kvh, writes_kv);
+    tok.store(d, s, kv_off, writes_kv);
+    for (int j = 0; j < n_mine; ++j) {
+      const int chunk = first + j, begin = chunk * kAttnChunkTokens;
+      if (j > 0) {
+        __syncthreads();  // the previous chunk is done with the staged rows and s.row_off
+        stage_chunk(p, s.row_off, chunk, kvh, row, len, k_s, v_s);
+      }
+      if (writes_kv && chunk == n_chunks - 1) tok.stage(d, k_s + (pos - begin) * hd, v_s + (pos - begin) * hd);
+      cp_async_wait_all();
+      __syncthreads();  // queries and every K/V row staged
+      const ChunkSink sink = d.cluster_merge ? ChunkSink{&s.ml_s[0][0], 2, &s.q_s[0][0], kAttnMaxHeadDim}
+                                               : global_sink(p, row, kvh, chunk);
+      attend_chunk<kG, kP>(p, s, chunk, row, StagedRows{k_s, v_s, hd}, sink);
+    }
   }
   if (d.cluster_merge) {
     cluster_merge<kG, kP>(p, s, row, kvh, n_chunks);
@@ -282,7 +323,8 @@ __global__ void __launch_bounds__(kAttnThreads, 6) attention_decode_kernel(const
   __threadfence();  // this block's partials before its arrival
   __syncthreads();
   int* counter = d.counters + static_cast<int64_t>(row) * p.n_kv_heads + kvh;
-  if (threadIdx.x == 0) last_s = atomicAdd(counter, 1) == n_chunks - 1;
+  const int n_blocks = (n_chunks + per_block - 1) / per_block;  // the row's active blocks
+  if (threadIdx.x == 0) last_s = atomicAdd(counter, 1) == n_blocks - 1;
   __syncthreads();
   if (!last_s) return;
   __threadfence();
@@ -296,6 +338,32 @@ const DecodeKernel kDecodeKernels[4][3] = CHORUS_ATTENTION_VARIANTS(attention_de
 // Staged K/V rows: 2 x kAttnChunkTokens x head_dim halves, 32 KB at head_dim 256, which with
 // the largest instantiation's static 41 KB passes the 48 KB default.
 constexpr int kStagedKvMaxBytes = 2 * kAttnChunkTokens * kAttnMaxHeadDim * 2;
+
+// Blocks of kernel k that one multiprocessor holds with `smem` bytes of staged rows, times the
+// multiprocessors: the runtime's answer, remembered (it depends on the kernel and the device
+// only, and the process uses one device).
+int decode_block_slots(DecodeKernel k, size_t smem) {
+  static std::mutex mu;
+  static std::map<std::pair<DecodeKernel, size_t>, int> known;
+  const std::lock_guard<std::mutex> lock(mu);
+  const auto it = known.find({k, smem});
+  if (it != known.end()) return it->second;
+  int per_sm = 0, device = 0, n_sms = 0;
+  CHORUS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kAttnThreads, smem));
+  CHORUS_CUDA_CHECK(cudaGetDevice(&device));
+  CHORUS_CUDA_CHECK(cudaDeviceGetAttribute(&n_sms, cudaDevAttrMultiProcessorCount, device));
+  const int slots = std::max(1, per_sm * n_sms);
+  known.emplace(std::make_pair(k, smem), slots);
+  return slots;
+}
+
+// Chunks per block where the partials merge through the counters: 1 while every chunk block
+// fits in one wave, else as many as it takes to fit one (a wave of blocks running side by side
+// hides more latency than a block doing one chunk after another, so no more than that).
+int decode_chunks_per_block(const AttentionParams& p, int slots) {
+  const int64_t blocks = int64_t{p.grid_chunks} * p.n_kv_heads * p.n_rows;
+  return static_cast<int>(std::clamp<int64_t>((blocks + slots - 1) / slots, 1, p.grid_chunks));
+}
 
 }  // namespace
 
@@ -317,11 +385,20 @@ void launch_attention_decode(const DecodeAttentionParams& d, cudaStream_t stream
   }
   prepare_attention_kernels();  // no-op after the first call; the backend makes that call at load
   const size_t kv_bytes = static_cast<size_t>(2 * kAttnChunkTokens * p.head_dim) * sizeof(__half);
+  const DecodeKernel kernel = kDecodeKernels[v.group_index][v.pairs_index];
   DecodeAttentionParams launch = d;
   launch.cluster_merge = p.grid_chunks <= kAttnMaxClusterChunks && p.n_rows <= d.cluster_max_rows ? 1 : 0;
+  if (launch.cluster_merge) {
+    launch.chunks_per_block = 1;  // a cluster is the row's chunk blocks
+  } else if (d.chunks_per_block > 0) {
+    launch.chunks_per_block = std::min(d.chunks_per_block, p.grid_chunks);
+  } else {
+    launch.chunks_per_block = decode_chunks_per_block(p, decode_block_slots(kernel, kv_bytes));
+  }
   const unsigned cluster_x = launch.cluster_merge ? static_cast<unsigned>(p.grid_chunks) : 1u;
-  launch_pdl_clustered(kDecodeKernels[v.group_index][v.pairs_index], dim3(p.grid_chunks, p.n_kv_heads, p.n_rows),
-                       dim3(kAttnThreads), kv_bytes, dim3(cluster_x, 1, 1), stream, launch);
+  const unsigned grid_x = static_cast<unsigned>((p.grid_chunks + launch.chunks_per_block - 1) / launch.chunks_per_block);
+  launch_pdl_clustered(kernel, dim3(grid_x, p.n_kv_heads, p.n_rows), dim3(kAttnThreads), kv_bytes,
+                       dim3(cluster_x, 1, 1), stream, launch);
 }
 
 }  // namespace chorus::cuda

@@ -30,6 +30,9 @@ struct CudaTuning {
   // thread-block cluster (attention.h); more rows use the counters. 0: never. Clusters save
   // 4-6% of a step at 1-8 rows and cost up to 3% at 32 on the H200 (perf-notes v11).
   int32_t attn_cluster_max_rows = 8;
+  // Chunks per decode attention block where the partials merge through counters
+  // (DecodeAttentionParams::chunks_per_block; 0: chosen from the occupancy). Same bits for any.
+  int32_t attn_chunks_per_block = 0;
   // Shared memory for a GEMV launch's x chunks (GemvParams::x_budget_bytes; 0: the defaults of
   // gemv.h). Smaller chunks let more blocks share a multiprocessor.
   int32_t gemv_x_budget_bytes = 0;

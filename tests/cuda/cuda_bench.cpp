@@ -1,10 +1,11 @@
-// chorus-cuda-bench MODEL.gguf [N...] [--attn-cluster-max-rows=A,B...] [--gemv-x-budget=A,B...]
-// [--gemv-splits=Q.O.U.D,...]: the CUDA backend alone
+// chorus-cuda-bench MODEL.gguf [N...] [--attn-cluster-max-rows=A,B...] [--attn-chunks-per-block=A,B...]
+// [--gemv-x-budget=A,B...] [--gemv-splits=Q.O.U.D,...]: the CUDA backend alone
 // (no scheduler). For each N:
 // N random prompts of 128 tokens prefilled one by one, then 128 greedy decode steps of all
 // N together, timed (aggregate decode tok/s). The tokens are checked against each
 // sequence decoded alone (batched == solo), again for each listed attention cluster-merge
-// limit (attention.h; rows "cA N ...") and GEMV x chunk budget (CudaTuning; rows "xA N ...").
+// limit (attention.h; rows "cA N ..."), decode attention chunks per block (rows "kA N ...") and
+// GEMV x chunk budget (CudaTuning; rows "xA N ...").
 // Split counts (CudaTuning::gemv_splits: q|k|v, output, gate|up, down; 0 keeps the
 // default) change the rounding, so their rows "sQ.O.U.D N ..." compare against solo runs
 // under the same splits.
@@ -210,12 +211,14 @@ int main(int argc, char** argv) {
   }
   std::vector<int> ns;
   std::vector<int> cluster_max_rows;  // --attn-cluster-max-rows=A,B,...: the decode rows again for each
+  std::vector<int> chunks_per_block;  // --attn-chunks-per-block=A,B,...: the same per attention chunks per block
   std::vector<int> x_budgets;         // --gemv-x-budget=A,B,...: the same per GEMV x budget (bytes)
   std::vector<std::string> splits;    // --gemv-splits=Q.O.U.D,...: the same per split override
   std::vector<cuda::CudaTuning::Splits> split_values;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (parse_int_list(arg, "--attn-cluster-max-rows=", cluster_max_rows)) continue;
+    if (parse_int_list(arg, "--attn-chunks-per-block=", chunks_per_block)) continue;
     if (parse_int_list(arg, "--gemv-x-budget=", x_budgets)) continue;
     if (parse_list(arg, "--gemv-splits=", splits)) continue;
     ns.push_back(std::atoi(argv[i]));
@@ -278,6 +281,11 @@ int main(int argc, char** argv) {
     cuda::CudaTuning t = defaults;
     t.attn_cluster_max_rows = rows;
     tuned_rows(t, "c" + std::to_string(rows) + " ");
+  }
+  for (int k : chunks_per_block) {  // rows "kK N ...": K chunks per attention block (counter merge)
+    cuda::CudaTuning t = defaults;
+    t.attn_chunks_per_block = k;
+    tuned_rows(t, "k" + std::to_string(k) + " ");
   }
   for (int bytes : x_budgets) {  // rows "xBYTES N ...": GEMV x chunks in that budget
     cuda::CudaTuning t = defaults;

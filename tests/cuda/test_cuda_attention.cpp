@@ -93,8 +93,9 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
 
   // Runs rows [r0, r0 + n) with grid_chunks chunk blocks per row and returns their outputs as
   // floats. Up to kAttnMaxClusterChunks chunks the blocks merge inside a cluster, past it
-  // through the partial arrays and counters: a row must get the same bits either way.
-  auto run = [&](int r0, int n, int grid_chunks) {
+  // through the partial arrays and counters, by blocks of `per_block` consecutive chunks (0: the
+  // launch's choice): a row must get the same bits every way.
+  auto run = [&](int r0, int n, int grid_chunks, int per_block = 1) {
     CHORUS_CUDA_CHECK(cudaMemset(out.get(), 0xff, out.size_bytes()));
     DecodeAttentionParams d;
     d.attn.k_cache = reinterpret_cast<__half*>(dk.get());
@@ -118,6 +119,7 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
     d.qkv_stride = n_qkv;
     d.rope = rope;
     d.counters = counters.get();
+    d.chunks_per_block = per_block;
     launch_attention_decode(d, nullptr);
     std::vector<uint16_t> h(static_cast<size_t>(n) * q_dim);
     CHORUS_CUDA_CHECK(cudaDeviceSynchronize());
@@ -221,6 +223,13 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
   const std::vector<float> short_rows = run(0, 5, kAttnMaxClusterChunks);
   EXPECT_EQ(0, std::memcmp(short_rows.data(), got.data(), short_rows.size() * 4)) << "rows 0-4 in clusters of 8";
   EXPECT_EQ(0, std::memcmp(run(0, rows, max_chunks).data(), got.data(), got.size() * 4)) << "second launch (counters reset)";
+  // Several chunks per block (a block whose first chunk holds the new token, blocks with fewer
+  // chunks than the others, rows shorter than a block, a row in one block), and the launch's
+  // choice.
+  for (int per_block : {2, 3, 5, max_chunks, 0}) {
+    EXPECT_EQ(0, std::memcmp(run(0, rows, max_chunks, per_block).data(), got.data(), got.size() * 4))
+        << per_block << " chunks per block";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
