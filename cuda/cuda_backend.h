@@ -36,6 +36,8 @@ struct CudaTuning {
   // Shared memory for a GEMV launch's x chunks (GemvParams::x_budget_bytes; 0: the defaults of
   // gemv.h). Smaller chunks let more blocks share a multiprocessor.
   int32_t gemv_x_budget_bytes = 0;
+  // GemvEarly bits (gemv.h): loads moved off the critical path of launches of up to 8 rows.
+  int32_t gemv_early_loads = kGemvEarlyDefault;
   // K splits of the decode GEMVs per matrix group instead of gemv_choose_splits' (0: its
   // choice). A split count changes the f32 summation order, so tokens may differ from the
   // default's (perf-notes v13).

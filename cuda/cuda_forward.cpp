@@ -111,6 +111,7 @@ void CudaBackend::enqueue_gemv(const GemvCall& call, int32_t n_rows) {
       throw CudaError("gemv: more row blocks than split counters");
     }
     p.x_budget_bytes = tuning_.gemv_x_budget_bytes;
+    p.early_loads = tuning_.gemv_early_loads;
     launch_gemv(type, p, stream_->get());
   }
 }

@@ -132,6 +132,16 @@ struct GemvOutput {
   int32_t* argmax_idx = nullptr;
 };
 
+// Round trips taken off the critical path of a launch of at most 8 rows (one column group),
+// where a launch is a chain of latencies rather than a stream of bytes (perf-notes v10-v14).
+enum GemvEarly : int32_t {
+  // Residual output: the block that will add the splits (split 0 of a cluster, or the only
+  // split) copies its residual rows into shared memory right after pdl_wait, beside the first
+  // activation chunk, instead of loading them after the reduction.
+  kGemvEarlyResidual = 1,
+};
+inline constexpr int32_t kGemvEarlyDefault = kGemvEarlyResidual;
+
 struct GemvParams {
   GemvMats mats;
   GemvInput in;
@@ -142,6 +152,10 @@ struct GemvParams {
   int32_t x_tma = 0;          // set by launch_gemv: x_map is valid, the copy engine stages x
   int32_t x_ring_bufs = 0;    // set by launch_gemv: > 0: x in a ring of that many one-tile buffers
   int32_t x_budget_bytes = 0;  // x chunks, both buffers; 0: kGemvXBudgetBytes, fitted (a measurement override)
+  // Loads moved earlier in launches of one column group (M <= 8), GemvEarly bits; the same bits
+  // come out either way.
+  int32_t early_loads = kGemvEarlyDefault;
+  int32_t resid_smem_offset = 0;  // set by launch_gemv: > 0: the prefetched residual rows (kGemvEarlyResidual)
   CUtensorMap x_map{};        // set by launch_gemv (tensor_map.h), read in place by the kernel
 };
 

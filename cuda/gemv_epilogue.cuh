@@ -63,7 +63,10 @@ __device__ __forceinline__ void for_each_acc(const BlockRows& br, int n_seqs, in
 // One 64-row unit of the block (`br` starts at it, its values at vals[n * vals_stride + r]).
 // x += v for the unit's 64 columns, then the sum of squares of the new values of these
 // columns (one 64-column group) in a fixed tree: lanes hold columns (lane, lane + 32).
-__device__ inline void epilogue_residual(const GemvParams& p, const BlockRows& br, float* vals, int vals_stride) {
+// old_s: the unit's residual rows [n][64] prefetched into shared memory (prefetch_residual), or
+// null to load them here.
+__device__ inline void epilogue_residual(const GemvParams& p, const BlockRows& br, float* vals, int vals_stride,
+                                         const float* old_s) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   constexpr int kBatch = 4;
   const int total = p.n_seqs * kGemvRowsPerBlock;
@@ -77,7 +80,7 @@ __device__ inline void epilogue_residual(const GemvParams& p, const BlockRows& b
       x[j] = e < total && row < br.n_rows
                  ? p.out.out + static_cast<int64_t>(n) * p.out.out_stride + br.col_begin + row
                  : nullptr;
-      old[j] = x[j] ? *x[j] : 0.0f;
+      old[j] = !x[j] ? 0.0f : (old_s ? old_s[e] : *x[j]);
     }
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
@@ -219,9 +222,10 @@ __device__ inline bool cluster_splits(const GemvParams& p, const BlockRows& br, 
 }
 
 // kRows: the block's rows (warps x 16), one or two 64-row units.
+// old_s: the residual rows prefetched by this block (kGemvEarlyResidual), or null.
 template <int kNT, int kRows>
 __device__ inline void gemv_epilogue(const GemvParams& p, const BlockRows& br, const float (&acc)[kNT][4],
-                                     float* vals, int& last_s) {
+                                     float* vals, int& last_s, const float* old_s) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const bool clustered = p.split.reduce == GemvReduce::Cluster;
   if (p.out.kind == GemvOut::Partials || (p.split.n_splits > 1 && !clustered)) {
@@ -230,6 +234,7 @@ __device__ inline void gemv_epilogue(const GemvParams& p, const BlockRows& br, c
                       [&](int n, int r, float v) { part[static_cast<int64_t>(n) * p.split.part_stride + r] = v; });
     if (p.out.kind == GemvOut::Partials) return;
   }
+  if (old_s) cp_async_wait_all();  // this thread's residual copies (made visible by the barrier)
   __syncthreads();  // the x staging area becomes vals
   if (clustered) {
     if (!cluster_splits<kNT, kRows>(p, br, acc, vals)) return;
@@ -256,7 +261,7 @@ __device__ inline void gemv_epilogue(const GemvParams& p, const BlockRows& br, c
     if (unit.row0 >= br.n_rows) break;
     float* uv = vals + u * kGemvRowsPerBlock;
     switch (p.out.kind) {
-      case GemvOut::Residual: epilogue_residual(p, unit, uv, kRows); break;
+      case GemvOut::Residual: epilogue_residual(p, unit, uv, kRows, old_s); break;
       case GemvOut::SwiGlu: epilogue_swiglu(p, unit, uv, kRows); break;
       case GemvOut::Logits: epilogue_logits(p, unit, uv, kRows); break;
       default: break;

@@ -162,6 +162,20 @@ __device__ inline void stage_x(const GemvParams& p, const float* rstd, uint8_t* 
   }
 }
 
+// A residual output's rows [row0, row0 + 64) of every sequence into old_s[n][64], by 16-byte
+// cp.async (zeros past the matrix's rows), for the block that adds the splits
+// (kGemvEarlyResidual; launch_nt checks the alignment).
+__device__ inline void prefetch_residual(const GemvParams& p, const BlockRows& br, float* old_s) {
+  constexpr int kGranules = kGemvRowsPerBlock / 4;
+  for (int e = threadIdx.x; e < p.n_seqs * kGranules; e += blockDim.x) {
+    const int n = e / kGranules, r = br.row0 + (e % kGranules) * 4;
+    const int valid = min(max(br.n_rows - r, 0), 4);
+    const float* src = p.out.out + static_cast<int64_t>(n) * p.out.out_stride + br.col_begin + (valid > 0 ? r : 0);
+    cp_async16(old_s + e * 4, src, static_cast<uint32_t>(valid * 4));
+  }
+  cp_async_commit();
+}
+
 // The same from f16 rows by 16-byte cp.async, for one row (gemv.cu says why) and for f16
 // inputs the copy engine cannot take (K not a multiple of 64): nothing passes through
 // registers, so the copies of the next chunk overlap the current chunk's products. Columns
@@ -314,6 +328,15 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
   if (p.x_tma) __syncthreads();  // every thread waits on the x barriers: initialized for all
   pdl_wait();
   pdl_trigger();
+  // kGemvEarlyResidual: launch_nt sets the offset where this applies (one column group, a
+  // residual output, the splits added in a cluster or a single split).
+  float* old_s = nullptr;
+  if constexpr (kNT == 1) {
+    if (p.resid_smem_offset > 0 && blockIdx.y == 0) {
+      old_s = reinterpret_cast<float*>(smem + p.resid_smem_offset);
+      prefetch_residual(p, br, old_s);
+    }
+  }
   if (p.in.kind == GemvIn::NormF32) load_rstd(p, rstd_s);
 
   float acc[kNT][4];
@@ -369,7 +392,7 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
           phase ^= 1u;
         }
       }
-      gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s);
+      gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s, nullptr);
       return;
     }
   }
@@ -436,7 +459,7 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
       if (lane == 0 && i + S::kStages < n_my) issue_tile<kType, kNT>(bars, stages, w_src, i + S::kStages);
     }
   }
-  gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s);
+  gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s, old_s);
 }
 
 namespace detail {
@@ -464,10 +487,23 @@ void prepare_nt() {
                                          cudaSharedmemCarveoutMaxShared));
 }
 
+// Whether the launch prefetches its residual rows (kGemvEarlyResidual): one column group, the
+// splits added by a block known at the start, 16-byte aligned rows.
+template <int kNT>
+bool gemv_prefetches_residual(const GemvParams& p) {
+  return kNT == 1 && (p.early_loads & kGemvEarlyResidual) != 0 && p.out.kind == GemvOut::Residual &&
+         (p.split.n_splits == 1 || p.split.reduce == GemvReduce::Cluster) && p.out.out_stride % 4 == 0 &&
+         p.mats.col_begin[0] % 4 == 0 && reinterpret_cast<uintptr_t>(p.out.out) % 16 == 0;
+}
+
+// Offset of the prefetched residual rows (after the x region) and the launch's dynamic shared
+// memory.
 template <TensorType kType, int kNT>
-size_t gemv_smem_bytes(const GemvParams& p) {
+size_t gemv_smem_bytes(const GemvParams& p, size_t* resid_offset = nullptr) {
   using S = GemvShape<kType, kNT>;
-  return S::kBarBytes + S::kWBytes + gemv_x_region_bytes(p, S::kBlockRows, S::kXsumTileBytes);
+  const size_t base = S::kBarBytes + S::kWBytes + gemv_x_region_bytes(p, S::kBlockRows, S::kXsumTileBytes);
+  if (resid_offset) *resid_offset = gemv_prefetches_residual<kNT>(p) ? base : 0;
+  return base + (gemv_prefetches_residual<kNT>(p) ? static_cast<size_t>(p.n_seqs) * kGemvRowsPerBlock * 4 : 0);
 }
 
 // Blocks of this kernel that one multiprocessor holds with `smem` bytes of dynamic shared
@@ -514,7 +550,9 @@ void launch_nt(const GemvParams& p_in, cudaStream_t stream) {
   }
   GemvParams p = p_in;
   if (p.x_budget_bytes == 0 && p.x_ring_bufs == 0 && p.n_seqs <= 8) p.x_chunk_tiles = gemv_fit_chunk<kType, kNT>(p);
-  const size_t smem = gemv_smem_bytes<kType, kNT>(p);
+  size_t resid_offset = 0;
+  const size_t smem = gemv_smem_bytes<kType, kNT>(p, &resid_offset);
+  p.resid_smem_offset = static_cast<int32_t>(resid_offset);
   if (smem > static_cast<size_t>(kGemvMaxSmem)) throw CudaError("gemv: " + std::to_string(smem) + " bytes of shared memory");
   const unsigned cluster_y = p.split.reduce == GemvReduce::Cluster ? static_cast<unsigned>(p.split.n_splits) : 1u;
   launch_pdl_clustered(gemv_kernel<kType, kNT>, dim3(gemv_row_blocks(p.mats, S::kBlockRows), p.split.n_splits),

@@ -178,10 +178,15 @@ TEST_P(GemvFusedTest, ResidualAddAndSumsOfSquares) {
   const int64_t n_groups = n / 64;
   const Rig rig(pr, 3);
   DeviceBuffer<float> resid(resid0.size()), ss(static_cast<size_t>(32 * n_groups));
-  auto run = [&](int m, std::vector<float>& ss_out) {
+  auto run = [&](int m, std::vector<float>& ss_out, int32_t early = kGemvEarlyDefault, int n_splits = 3) {
     CHORUS_CUDA_CHECK(cudaMemcpy(resid.get(), resid0.data(), resid.size_bytes(), cudaMemcpyHostToDevice));
     CHORUS_CUDA_CHECK(cudaMemset(ss.get(), 0xff, ss.size_bytes()));
     GemvParams p = rig.params(m);
+    p.early_loads = early;
+    if (n_splits == 1) {  // one block adds its own sums (and prefetches its residual rows)
+      p.split.n_splits = 1;
+      p.split.tiles_per_split = pr.dm.n_tiles;
+    }
     p.in.x = reinterpret_cast<const __half*>(x.get());
     p.in.x_stride = static_cast<int32_t>(x_stride);
     p.out.kind = GemvOut::Residual;
@@ -212,6 +217,20 @@ TEST_P(GemvFusedTest, ResidualAddAndSumsOfSquares) {
     const auto part = run(m, ss_m);
     ASSERT_EQ(0, std::memcmp(part.data(), full.data(), static_cast<size_t>(m * n) * 4)) << "M=" << m;
     ASSERT_EQ(0, std::memcmp(ss_m.data(), ss_full.data(), static_cast<size_t>(m * n_groups) * 4)) << "M=" << m;
+  }
+  // Up to 8 rows the adding block prefetches its residual rows by default; loaded after the
+  // reduction instead (early bits 0), they must give the same bits. The single split changes
+  // the summation order, so it is compared with its own route without the prefetch.
+  for (int m : {1, 2, 8}) {
+    std::vector<float> ss_a, ss_b;
+    const auto late = run(m, ss_a, 0);
+    ASSERT_EQ(0, std::memcmp(late.data(), full.data(), static_cast<size_t>(m * n) * 4)) << "no prefetch, M=" << m;
+    const auto one = run(m, ss_a, kGemvEarlyDefault, 1);
+    const auto one_late = run(m, ss_b, 0, 1);
+    ASSERT_EQ(0, std::memcmp(one.data(), one_late.data(), static_cast<size_t>(m * n) * 4)) << "one split, M=" << m;
+    ASSERT_EQ(0, std::memcmp(ss_a.data(), ss_b.data(), static_cast<size_t>(m * n_groups) * 4)) << "one split, M=" << m;
+    const std::vector<double> full_d(full.begin(), full.begin() + m * n);
+    EXPECT_LT(test::rel_l2(one.data(), full_d.data(), full_d.size()), 1e-5) << "one split, M=" << m;
   }
 }
 
