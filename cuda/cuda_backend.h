@@ -32,12 +32,18 @@ struct CudaTuning {
   int32_t attn_cluster_max_rows = 8;
   // Chunks per decode attention block where the partials merge through counters
   // (DecodeAttentionParams::chunks_per_block; 0: chosen from the occupancy). Same bits for any.
-  int32_t attn_chunks_per_block = 0;
+  // One (each block a chunk, as before) until the choice is measured on a GPU (perf-notes v14b).
+  int32_t attn_chunks_per_block = 1;
   // Shared memory for a GEMV launch's x chunks (GemvParams::x_budget_bytes; 0: the defaults of
   // gemv.h). Smaller chunks let more blocks share a multiprocessor.
   int32_t gemv_x_budget_bytes = 0;
   // GemvEarly bits (gemv.h): loads moved off the critical path of launches of up to 8 rows.
-  int32_t gemv_early_loads = kGemvEarlyDefault;
+  // Off until measured on a GPU (perf-notes v14c).
+  int32_t gemv_early_loads = 0;
+  // Steps of up to this many rows put a q4_k_m layer's Q4_K q|k and Q6_K v products in one
+  // launch (launch_gemv_pair); 0: never. Same bits either way. Off until measured on a GPU
+  // (perf-notes v14d).
+  int32_t gemv_pair_max_rows = 0;
   // K splits of the decode GEMVs per matrix group instead of gemv_choose_splits' (0: its
   // choice). A split count changes the f32 summation order, so tokens may differ from the
   // default's (perf-notes v13).
@@ -99,6 +105,7 @@ class CudaBackend final : public Backend {
     int32_t part_stride = 0;  // output columns of the whole product
   };
   void enqueue_gemv(const GemvCall& call, int32_t n_rows);
+  GemvParams gemv_params(const GemvCall& call, int32_t n_rows, int first, int last, int32_t col) const;
   void enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, GemvSplitShape split, int32_t n_rows);
   // The normalized residual rows [row_begin, +n_rows) as a GEMV input: fused into the GEMV's
   // staging for few rows, else normalized once into h_ by a pass (same f16 values either way).

@@ -80,39 +80,62 @@ GemvOutput CudaBackend::residual_output() const {
   return o;
 }
 
-// Consecutive matrices of one type share a launch; columns continue across launches.
+// Launch parameters for matrices [first, last) of `call`, their outputs from column `col` on.
+GemvParams CudaBackend::gemv_params(const GemvCall& call, int32_t n_rows, int first, int last, int32_t col) const {
+  GemvParams p;
+  p.mats.n_tiles = call.mats[first]->n_tiles;
+  p.mats.record_bytes = call.mats[first]->record_bytes;
+  p.mats.k_elems = static_cast<int32_t>(call.mats[first]->n_cols);
+  p.in = call.in;
+  p.out = call.out;
+  p.n_seqs = n_rows;
+  p.split.n_splits = call.split.n_splits;
+  p.split.tiles_per_split = call.split.tiles_per_split;
+  p.split.partials = partials_.get();
+  p.split.split_stride = split_stride_;
+  p.split.part_stride = call.part_stride;
+  p.split.counters = gemv_counters_.get();
+  for (int i = first; i < last; ++i) {
+    const int k = p.mats.n_mats++;
+    p.mats.w[k] = call.mats[i]->ptr();
+    p.mats.n_rows[k] = static_cast<int32_t>(call.mats[i]->n_rows);
+    p.mats.col_begin[k] = col;
+    p.mats.bias[k] = call.bias[i];
+    col += p.mats.n_rows[k];
+  }
+  if (p.split.n_splits > 1 && static_cast<size_t>(gemv_row_blocks(p.mats)) > gemv_counters_.size()) {
+    throw CudaError("gemv: more row blocks than split counters");
+  }
+  p.x_budget_bytes = tuning_.gemv_x_budget_bytes;
+  p.early_loads = tuning_.gemv_early_loads;
+  return p;
+}
+
+// Consecutive matrices of one type share a launch; columns continue across launches. Where a
+// run of one type is followed only by matrices of one other type (a q4_k_m layer's Q4_K q|k
+// and Q6_K v), both go in one two-type launch if the pair is supported (launch_gemv_pair) and
+// the tuning allows it for this many rows: the same bits, one launch fewer.
 void CudaBackend::enqueue_gemv(const GemvCall& call, int32_t n_rows) {
+  int n_a = 1;  // the first run of one type
+  while (n_a < call.n_mats && call.mats[n_a]->type == call.mats[0]->type) ++n_a;
+  bool second_run_is_rest = n_a < call.n_mats;
+  for (int i = n_a + 1; i < call.n_mats; ++i) second_run_is_rest = second_run_is_rest && call.mats[i]->type == call.mats[n_a]->type;
+  if (second_run_is_rest && n_rows <= tuning_.gemv_pair_max_rows &&
+      gemv_pair_supported(call.mats[0]->type, call.mats[n_a]->type)) {
+    GemvParams p = gemv_params(call, n_rows, 0, call.n_mats, 0);
+    p.mats.n_mats_a = n_a;
+    p.mats.record_bytes_b = call.mats[n_a]->record_bytes;
+    launch_gemv_pair(call.mats[0]->type, call.mats[n_a]->type, p, stream_->get());
+    return;
+  }
   int32_t col = 0;
   for (int i = 0; i < call.n_mats;) {
-    GemvParams p;
-    p.mats.n_tiles = call.mats[i]->n_tiles;
-    p.mats.record_bytes = call.mats[i]->record_bytes;
-    p.mats.k_elems = static_cast<int32_t>(call.mats[i]->n_cols);
-    p.in = call.in;
-    p.out = call.out;
-    p.n_seqs = n_rows;
-    p.split.n_splits = call.split.n_splits;
-    p.split.tiles_per_split = call.split.tiles_per_split;
-    p.split.partials = partials_.get();
-    p.split.split_stride = split_stride_;
-    p.split.part_stride = call.part_stride;
-    p.split.counters = gemv_counters_.get();
-    const TensorType type = call.mats[i]->type;
-    while (i < call.n_mats && call.mats[i]->type == type && p.mats.n_mats < kGemvMaxMats) {
-      const int k = p.mats.n_mats++;
-      p.mats.w[k] = call.mats[i]->ptr();
-      p.mats.n_rows[k] = static_cast<int32_t>(call.mats[i]->n_rows);
-      p.mats.col_begin[k] = col;
-      p.mats.bias[k] = call.bias[i];
-      col += p.mats.n_rows[k];
-      ++i;
-    }
-    if (p.split.n_splits > 1 && static_cast<size_t>(gemv_row_blocks(p.mats)) > gemv_counters_.size()) {
-      throw CudaError("gemv: more row blocks than split counters");
-    }
-    p.x_budget_bytes = tuning_.gemv_x_budget_bytes;
-    p.early_loads = tuning_.gemv_early_loads;
-    launch_gemv(type, p, stream_->get());
+    int end = i + 1;
+    while (end < call.n_mats && call.mats[end]->type == call.mats[i]->type && end - i < kGemvMaxMats) ++end;
+    const GemvParams p = gemv_params(call, n_rows, i, end, col);
+    for (int k = 0; k < p.mats.n_mats; ++k) col += p.mats.n_rows[k];
+    launch_gemv(call.mats[i]->type, p, stream_->get());
+    i = end;
   }
 }
 

@@ -91,12 +91,17 @@ void prepare_gemv_kernels() {
       CHORUS_TYPE_SWITCH(t, CALL)
 #undef CALL
     }
+    detail::prepare_gemv_pairs();
     return true;
   }();
   (void)done;
 }
 
-void launch_gemv(TensorType type, GemvParams p, cudaStream_t stream) {
+namespace {
+
+// The launch-time choices every launch makes the same way (reduction route, x staging route,
+// chunk size, ring), then the parameter checks.
+void complete_params(GemvParams& p) {
   prepare_gemv_kernels();  // no-op after the first call; the backend makes that call at load
   if (p.split.reduce == GemvReduce::Auto) {
     const bool cluster = p.out.kind != GemvOut::Partials && p.split.n_splits > 1 && p.split.n_splits <= kGemvMaxClusterSplits;
@@ -128,9 +133,27 @@ void launch_gemv(TensorType type, GemvParams p, cudaStream_t stream) {
     p.x_chunk_tiles = 1;
     p.x_ring_bufs = std::clamp(kGemvXRingBytes / gemv_x_tile_stride(p.n_seqs, true), 2, kGemvMaxRingBufs);
   }
+}
+
+}  // namespace
+
+void launch_gemv(TensorType type, GemvParams p, cudaStream_t stream) {
+  complete_params(p);
 #define CALL(T) detail::launch_gemv_typed<T>(p, stream)
   CHORUS_TYPE_SWITCH(type, CALL)
 #undef CALL
+}
+
+bool gemv_pair_supported(TensorType a, TensorType b) { return a == TensorType::Q4_K && b == TensorType::Q6_K; }
+
+void launch_gemv_pair(TensorType a, TensorType b, GemvParams p, cudaStream_t stream) {
+  if (!gemv_pair_supported(a, b)) {
+    throw CudaError("gemv: no shared launch for " + tensor_type_name(static_cast<uint32_t>(a)) + " and " +
+                    tensor_type_name(static_cast<uint32_t>(b)));
+  }
+  if (p.mats.n_mats_a < 1 || p.mats.n_mats_a >= p.mats.n_mats) throw CudaError("gemv: a pair launch needs both types");
+  complete_params(p);
+  detail::launch_gemv_q4k_q6k(p, stream);
 }
 
 void launch_dequant_f16(TensorType type, const uint8_t* w, int64_t n_rows, int32_t n_tiles, int32_t record_bytes,

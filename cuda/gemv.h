@@ -85,6 +85,10 @@ struct GemvMats {
   int32_t n_mats = 0;
   int32_t n_tiles = 0;  // ceil(K / 256)
   int32_t record_bytes = 0;
+  // launch_gemv_pair: matrices [0, n_mats_a) are of the first type, the rest of the second,
+  // whose records are record_bytes_b.
+  int32_t n_mats_a = 0;
+  int32_t record_bytes_b = 0;
   int32_t k_elems = 0;  // K
 };
 
@@ -140,7 +144,6 @@ enum GemvEarly : int32_t {
   // activation chunk, instead of loading them after the reduction.
   kGemvEarlyResidual = 1,
 };
-inline constexpr int32_t kGemvEarlyDefault = kGemvEarlyResidual;
 
 struct GemvParams {
   GemvMats mats;
@@ -154,7 +157,7 @@ struct GemvParams {
   int32_t x_budget_bytes = 0;  // x chunks, both buffers; 0: kGemvXBudgetBytes, fitted (a measurement override)
   // Loads moved earlier in launches of one column group (M <= 8), GemvEarly bits; the same bits
   // come out either way.
-  int32_t early_loads = kGemvEarlyDefault;
+  int32_t early_loads = 0;
   int32_t resid_smem_offset = 0;  // set by launch_gemv: > 0: the prefetched residual rows (kGemvEarlyResidual)
   CUtensorMap x_map{};        // set by launch_gemv (tensor_map.h), read in place by the kernel
 };
@@ -186,6 +189,13 @@ void prepare_gemv_kernels();
 // Launches the kernel for `type`. Throws CudaError on a launch failure or bad parameters.
 void launch_gemv(TensorType type, GemvParams p, cudaStream_t stream);
 
+// Matrices of two types in one launch: [0, p.mats.n_mats_a) of type a, the rest of type b (a
+// q4_k_m model's q|k are Q4_K and, in some layers, v is Q6_K). Each block computes what it would
+// in a launch of its own type, with the launch's split shape, so the bits are those of two
+// launches; the step saves one launch's latency chain. Only the pairs gemv_pair_supported names.
+bool gemv_pair_supported(TensorType a, TensorType b);
+void launch_gemv_pair(TensorType a, TensorType b, GemvParams p, cudaStream_t stream);
+
 // Dequantizes a whole repacked matrix into f16, row-major [n_rows][n_tiles * 256]
 // (prefill's tensor-core GEMM reads it).
 void launch_dequant_f16(TensorType type, const uint8_t* w, int64_t n_rows, int32_t n_tiles,
@@ -210,6 +220,8 @@ template <TensorType kType>
 void prepare_gemv_typed();
 template <TensorType kType>
 void launch_gemv_typed(const GemvParams& p, cudaStream_t stream);
+void prepare_gemv_pairs();
+void launch_gemv_q4k_q6k(const GemvParams& p, cudaStream_t stream);
 template <TensorType kType>
 void launch_dequant_typed(const uint8_t* w, int64_t n_rows, int32_t n_tiles, int32_t record_bytes, __half* out,
                           cudaStream_t stream);

@@ -24,14 +24,27 @@ struct BlockRows {
   int row0 = 0;  // first row of the block within the matrix
 };
 
-__device__ __forceinline__ BlockRows locate_block(const GemvMats& m, int bx, int block_rows) {
-  int mat = 0, rb = bx;
-  const int b0 = (m.n_rows[0] + block_rows - 1) / block_rows;
-  const int b1 = (m.n_rows[1] + block_rows - 1) / block_rows;
-  if (m.n_mats > 1 && rb >= b0) {
-    rb -= b0;
-    mat = 1;
-    if (m.n_mats > 2 && rb >= b1) { rb -= b1; mat = 2; }
+// Row blocks of matrices [first, last) (block_rows rows each).
+__host__ __device__ __forceinline__ int gemv_row_blocks_of(const GemvMats& m, int first, int last, int block_rows) {
+  int n = 0;
+  for (int i = 0; i < kGemvMaxMats; ++i) {
+    const int rows = i == 0 ? m.n_rows[0] : (i == 1 ? m.n_rows[1] : m.n_rows[2]);
+    if (i >= first && i < last) n += (rows + block_rows - 1) / block_rows;
+  }
+  return n;
+}
+
+// Block bx of the blocks over matrices [first, last).
+__device__ __forceinline__ BlockRows locate_block(const GemvMats& m, int first, int last, int bx, int block_rows) {
+  int mat = first, rb = bx;
+#pragma unroll
+  for (int i = 0; i < kGemvMaxMats; ++i) {
+    const int rows = i == 0 ? m.n_rows[0] : (i == 1 ? m.n_rows[1] : m.n_rows[2]);
+    const int blocks = (rows + block_rows - 1) / block_rows;
+    if (i == mat && i + 1 < last && rb >= blocks) {
+      rb -= blocks;
+      mat = i + 1;
+    }
   }
   // Explicit selects keep the parameter arrays out of local memory.
   BlockRows r;

@@ -277,17 +277,13 @@ __device__ __forceinline__ void issue_tile(uint64_t* bars, uint8_t* stages, cons
   bulk_copy_g2s(stages + slot * S::kWarpTile, src + static_cast<int64_t>(i) * S::kWarpTile, S::kWarpTile, bars + slot);
 }
 
+// One block's work: the rows `br` over split blockIdx.y. smem: [barriers | warps' weight stages |
+// pad to 1024 | x chunk(s) / vals], the launch's dynamic shared memory.
 template <TensorType kType, int kNT>
-__global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<kType, kNT>::kMinBlocks)
-    gemv_kernel(const __grid_constant__ GemvParams p) {
+__device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows& br, uint8_t* smem, float* rstd_s,
+                                           int& last_s) {
   using S = GemvShape<kType, kNT>;
-  // [barriers | warps' weight stages | pad to 1024 | x chunk(s) / vals]
-  extern __shared__ __align__(128) uint8_t smem[];
-  __shared__ float rstd_s[kGemvMaxSeqs];
-  __shared__ int last_s;
-
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const BlockRows br = locate_block(p.mats, blockIdx.x, S::kBlockRows);
   const int tile_begin = blockIdx.y * p.split.tiles_per_split;
   const int n_my = max(0, min(p.mats.n_tiles, tile_begin + p.split.tiles_per_split) - tile_begin);
   const int warp_row0 = br.row0 + warp * kRowGroup;
@@ -462,6 +458,36 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
   gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s, old_s);
 }
 
+template <TensorType kType, int kNT>
+__global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<kType, kNT>::kMinBlocks)
+    gemv_kernel(const __grid_constant__ GemvParams p) {
+  extern __shared__ __align__(128) uint8_t smem[];
+  __shared__ float rstd_s[kGemvMaxSeqs];
+  __shared__ int last_s;
+  using S = GemvShape<kType, kNT>;
+  gemv_block<kType, kNT>(p, locate_block(p.mats, 0, p.mats.n_mats, blockIdx.x, S::kBlockRows), smem, rstd_s, last_s);
+}
+
+// Matrices of two types in one launch (gemv.h, launch_gemv_pair): the blocks of matrices
+// [0, n_mats_a) run kA's pipeline, the others kB's, each exactly as in a launch of its own, so
+// the bits are the same; the step saves the launch (and its latency chain) of the second type.
+template <TensorType kA, TensorType kB, int kNT>
+__global__ void __launch_bounds__(GemvShape<kA, kNT>::kWarps * 32, GemvShape<kA, kNT>::kMinBlocks)
+    gemv_pair_kernel(const __grid_constant__ GemvParams p) {
+  using SA = GemvShape<kA, kNT>;
+  static_assert(SA::kWarps == GemvShape<kB, kNT>::kWarps, "both types' blocks cover the same rows");
+  extern __shared__ __align__(128) uint8_t smem[];
+  __shared__ float rstd_s[kGemvMaxSeqs];
+  __shared__ int last_s;
+  const int blocks_a = gemv_row_blocks_of(p.mats, 0, p.mats.n_mats_a, SA::kBlockRows);
+  if (static_cast<int>(blockIdx.x) < blocks_a) {
+    gemv_block<kA, kNT>(p, locate_block(p.mats, 0, p.mats.n_mats_a, blockIdx.x, SA::kBlockRows), smem, rstd_s, last_s);
+  } else {
+    gemv_block<kB, kNT>(p, locate_block(p.mats, p.mats.n_mats_a, p.mats.n_mats, blockIdx.x - blocks_a, SA::kBlockRows),
+                        smem, rstd_s, last_s);
+  }
+}
+
 namespace detail {
 
 // Bytes of the x chunk (+ sub-block sums) / epilogue area for this launch, and the slack that
@@ -557,6 +583,59 @@ void launch_nt(const GemvParams& p_in, cudaStream_t stream) {
   const unsigned cluster_y = p.split.reduce == GemvReduce::Cluster ? static_cast<unsigned>(p.split.n_splits) : 1u;
   launch_pdl_clustered(gemv_kernel<kType, kNT>, dim3(gemv_row_blocks(p.mats, S::kBlockRows), p.split.n_splits),
                        dim3(S::kWarps * 32), smem, dim3(1, cluster_y, 1), stream, p);
+}
+
+template <TensorType kA, TensorType kB, int kNT>
+void prepare_pair_nt() {
+  CHORUS_CUDA_CHECK(
+      cudaFuncSetAttribute(gemv_pair_kernel<kA, kB, kNT>, cudaFuncAttributeMaxDynamicSharedMemorySize, kGemvMaxSmem));
+  CHORUS_CUDA_CHECK(cudaFuncSetAttribute(gemv_pair_kernel<kA, kB, kNT>,
+                                         cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+}
+
+// A two-type launch (gemv_pair_kernel): the chunk that suits both types' blocks, shared memory
+// for the larger of the two layouts, and the prefetched residual rows past both.
+template <TensorType kA, TensorType kB, int kNT>
+void launch_pair_nt(const GemvParams& p_in, cudaStream_t stream) {
+  using SA = GemvShape<kA, kNT>;
+  if (p_in.mats.record_bytes != SA::kRec || p_in.mats.record_bytes_b != GemvShape<kB, kNT>::kRec) {
+    throw CudaError("gemv: records of " + std::to_string(p_in.mats.record_bytes) + " and " +
+                    std::to_string(p_in.mats.record_bytes_b) + " bytes, the pair kernel expects " +
+                    std::to_string(SA::kRec) + " and " + std::to_string(GemvShape<kB, kNT>::kRec));
+  }
+  GemvParams p = p_in;
+  if (p.x_budget_bytes == 0 && p.x_ring_bufs == 0 && p.n_seqs <= 8) {
+    p.x_chunk_tiles = std::min(gemv_fit_chunk<kA, kNT>(p), gemv_fit_chunk<kB, kNT>(p));
+  }
+  size_t off_a = 0, off_b = 0;
+  const size_t smem_a = gemv_smem_bytes<kA, kNT>(p, &off_a), smem_b = gemv_smem_bytes<kB, kNT>(p, &off_b);
+  const size_t resid_bytes = off_a > 0 ? smem_a - off_a : 0;  // the same for both (gemv_prefetches_residual)
+  const size_t resid_offset = std::max(off_a, off_b);
+  const size_t smem = resid_offset > 0 ? resid_offset + resid_bytes : std::max(smem_a, smem_b);
+  p.resid_smem_offset = static_cast<int32_t>(resid_offset);
+  if (smem > static_cast<size_t>(kGemvMaxSmem)) throw CudaError("gemv: " + std::to_string(smem) + " bytes of shared memory");
+  const unsigned cluster_y = p.split.reduce == GemvReduce::Cluster ? static_cast<unsigned>(p.split.n_splits) : 1u;
+  const int blocks = gemv_row_blocks_of(p.mats, 0, p.mats.n_mats, SA::kBlockRows);
+  launch_pdl_clustered(gemv_pair_kernel<kA, kB, kNT>, dim3(blocks, p.split.n_splits), dim3(SA::kWarps * 32), smem,
+                       dim3(1, cluster_y, 1), stream, p);
+}
+
+template <TensorType kA, TensorType kB>
+void prepare_pair_typed() {
+  prepare_pair_nt<kA, kB, 1>();
+  prepare_pair_nt<kA, kB, 2>();
+  prepare_pair_nt<kA, kB, 3>();
+  prepare_pair_nt<kA, kB, 4>();
+}
+
+template <TensorType kA, TensorType kB>
+void launch_pair_typed(const GemvParams& p, cudaStream_t stream) {
+  switch ((p.n_seqs + 7) / 8) {
+    case 1: launch_pair_nt<kA, kB, 1>(p, stream); break;
+    case 2: launch_pair_nt<kA, kB, 2>(p, stream); break;
+    case 3: launch_pair_nt<kA, kB, 3>(p, stream); break;
+    default: launch_pair_nt<kA, kB, 4>(p, stream); break;
+  }
 }
 
 template <TensorType kType>

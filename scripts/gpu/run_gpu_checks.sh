@@ -11,7 +11,8 @@
 # 8B model in the background), assemble (a model carried in parts), enginebench. TESTS (a glob,
 # default test_*) picks the test binaries; PROFILE_RUNS, DETAIL and SASS (below) pick launches;
 # BENCH_ARGS go to chorus-cuda-bench after its N list (e.g. --attn-cluster-max-rows=0,8), and
-# BENCH_ARGS_l1b / BENCH_ARGS_l8b to its run on that model only.
+# BENCH_ARGS_l1b / BENCH_ARGS_l8b to its run on that model only; BENCH_MODELS (default
+# "l1b l8b") picks the models.
 set -uo pipefail
 CARRY=${CARRY:-.carry}
 OUT=${OUT:-/tmp/chorus-gpu-out}
@@ -83,7 +84,7 @@ PY
 fi
 
 if has bench; then
-  for m in l1b l8b; do
+  for m in ${BENCH_MODELS:-l1b l8b}; do
     section "chorus-cuda-bench $m"
     model_args=BENCH_ARGS_$m  # BENCH_ARGS_l1b / BENCH_ARGS_l8b: that model's only
     timeout 300 "$BIN/chorus-cuda-bench" /tmp/$m.gguf 1 8 32 ${BENCH_ARGS:-} ${!model_args:-} 2>&1 | tee "$OUT/bench_$m.txt" >> "$LOG"
@@ -165,7 +166,7 @@ echo "==== summary ===="
 for k in "${!R[@]}"; do echo "test $k: rc=${R[$k]} ($(grep -A1000 "==== $k ====" "$LOG" | grep -m1 -E "PASSED|FAILED" ))"; done
 grep -h "cosine" "$LOG" 2>/dev/null
 for m in l1b l8b; do
-  [ -f "$OUT/bench_$m.txt" ] && { echo "-- $m (chorus-cuda-bench)"; grep -E "^([ckxse][0-9.]+ )?[0-9]+ |prefill|batch-inv|cluster merge" "$OUT/bench_$m.txt"; }
+  [ -f "$OUT/bench_$m.txt" ] && { echo "-- $m (chorus-cuda-bench)"; grep -E "^([ckxsep][0-9.]+ )?[0-9]+ |prefill|batch-inv|cluster merge" "$OUT/bench_$m.txt"; }
 done
 [ -f "$OUT/enginebench.txt" ] && { echo "-- chorus-bench run"; grep -E "model|^ *[0-9]+ |batch-invariant" "$OUT/enginebench.txt" | head -40; }
 exit 0

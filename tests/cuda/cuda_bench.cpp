@@ -1,12 +1,12 @@
 // chorus-cuda-bench MODEL.gguf [N...] [--attn-cluster-max-rows=A,B...] [--attn-chunks-per-block=A,B...]
-// [--gemv-x-budget=A,B...] [--gemv-early=A,B...] [--gemv-splits=Q.O.U.D,...]: the CUDA backend alone
+// [--gemv-x-budget=A,B...] [--gemv-early=A,B...] [--gemv-pair-max-rows=A,B...] [--gemv-splits=Q.O.U.D,...]: the CUDA backend alone
 // (no scheduler). For each N:
 // N random prompts of 128 tokens prefilled one by one, then 128 greedy decode steps of all
 // N together, timed (aggregate decode tok/s). The tokens are checked against each
 // sequence decoded alone (batched == solo), again for each listed attention cluster-merge
 // limit (attention.h; rows "cA N ..."), decode attention chunks per block (rows "kA N ..."),
-// GEMV x chunk budget (CudaTuning; rows "xA N ...") and GEMV early-load bits (gemv.h GemvEarly;
-// rows "eA N ...").
+// GEMV x chunk budget (CudaTuning; rows "xA N ..."), GEMV early-load bits (gemv.h GemvEarly;
+// rows "eA N ...") and the most rows of two-type launches (rows "pA N ...").
 // Split counts (CudaTuning::gemv_splits: q|k|v, output, gate|up, down; 0 keeps the
 // default) change the rounding, so their rows "sQ.O.U.D N ..." compare against solo runs
 // under the same splits.
@@ -215,6 +215,7 @@ int main(int argc, char** argv) {
   std::vector<int> chunks_per_block;  // --attn-chunks-per-block=A,B,...: the same per attention chunks per block
   std::vector<int> x_budgets;         // --gemv-x-budget=A,B,...: the same per GEMV x budget (bytes)
   std::vector<int> early_loads;       // --gemv-early=A,B,...: the same per GemvEarly bit mask
+  std::vector<int> pair_max_rows;     // --gemv-pair-max-rows=A,B,...: the same per two-type launch limit
   std::vector<std::string> splits;    // --gemv-splits=Q.O.U.D,...: the same per split override
   std::vector<cuda::CudaTuning::Splits> split_values;
   for (int i = 2; i < argc; ++i) {
@@ -223,6 +224,7 @@ int main(int argc, char** argv) {
     if (parse_int_list(arg, "--attn-chunks-per-block=", chunks_per_block)) continue;
     if (parse_int_list(arg, "--gemv-x-budget=", x_budgets)) continue;
     if (parse_int_list(arg, "--gemv-early=", early_loads)) continue;
+    if (parse_int_list(arg, "--gemv-pair-max-rows=", pair_max_rows)) continue;
     if (parse_list(arg, "--gemv-splits=", splits)) continue;
     ns.push_back(std::atoi(argv[i]));
   }
@@ -299,6 +301,11 @@ int main(int argc, char** argv) {
     cuda::CudaTuning t = defaults;
     t.gemv_early_loads = bits;
     tuned_rows(t, "e" + std::to_string(bits) + " ");
+  }
+  for (int rows : pair_max_rows) {  // rows "pROWS N ...": two-type launches up to ROWS rows
+    cuda::CudaTuning t = defaults;
+    t.gemv_pair_max_rows = rows;
+    tuned_rows(t, "p" + std::to_string(rows) + " ");
   }
   for (size_t i = 0; i < splits.size(); ++i) {  // rows "sQ.O.U.D N ...", against solo runs of the same splits
     cuda::CudaTuning t = defaults;

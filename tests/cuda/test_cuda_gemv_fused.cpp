@@ -178,7 +178,7 @@ TEST_P(GemvFusedTest, ResidualAddAndSumsOfSquares) {
   const int64_t n_groups = n / 64;
   const Rig rig(pr, 3);
   DeviceBuffer<float> resid(resid0.size()), ss(static_cast<size_t>(32 * n_groups));
-  auto run = [&](int m, std::vector<float>& ss_out, int32_t early = kGemvEarlyDefault, int n_splits = 3) {
+  auto run = [&](int m, std::vector<float>& ss_out, int32_t early = 0, int n_splits = 3) {
     CHORUS_CUDA_CHECK(cudaMemcpy(resid.get(), resid0.data(), resid.size_bytes(), cudaMemcpyHostToDevice));
     CHORUS_CUDA_CHECK(cudaMemset(ss.get(), 0xff, ss.size_bytes()));
     GemvParams p = rig.params(m);
@@ -218,14 +218,15 @@ TEST_P(GemvFusedTest, ResidualAddAndSumsOfSquares) {
     ASSERT_EQ(0, std::memcmp(part.data(), full.data(), static_cast<size_t>(m * n) * 4)) << "M=" << m;
     ASSERT_EQ(0, std::memcmp(ss_m.data(), ss_full.data(), static_cast<size_t>(m * n_groups) * 4)) << "M=" << m;
   }
-  // Up to 8 rows the adding block prefetches its residual rows by default; loaded after the
-  // reduction instead (early bits 0), they must give the same bits. The single split changes
-  // the summation order, so it is compared with its own route without the prefetch.
+  // Up to 8 rows the adding block may prefetch its residual rows (kGemvEarlyResidual) instead
+  // of loading them after the reduction: the same bits. The single split changes the summation
+  // order, so it is compared with its own route without the prefetch.
   for (int m : {1, 2, 8}) {
     std::vector<float> ss_a, ss_b;
-    const auto late = run(m, ss_a, 0);
-    ASSERT_EQ(0, std::memcmp(late.data(), full.data(), static_cast<size_t>(m * n) * 4)) << "no prefetch, M=" << m;
-    const auto one = run(m, ss_a, kGemvEarlyDefault, 1);
+    const auto early = run(m, ss_a, kGemvEarlyResidual);
+    ASSERT_EQ(0, std::memcmp(early.data(), full.data(), static_cast<size_t>(m * n) * 4)) << "prefetch, M=" << m;
+    ASSERT_EQ(0, std::memcmp(ss_a.data(), ss_full.data(), static_cast<size_t>(m * n_groups) * 4)) << "prefetch, M=" << m;
+    const auto one = run(m, ss_a, kGemvEarlyResidual, 1);
     const auto one_late = run(m, ss_b, 0, 1);
     ASSERT_EQ(0, std::memcmp(one.data(), one_late.data(), static_cast<size_t>(m * n) * 4)) << "one split, M=" << m;
     ASSERT_EQ(0, std::memcmp(ss_a.data(), ss_b.data(), static_cast<size_t>(m * n_groups) * 4)) << "one split, M=" << m;
@@ -316,6 +317,90 @@ TEST_P(GemvFusedTest, LogitsAndBlockArgmax) {
 
 INSTANTIATE_TEST_SUITE_P(Types, GemvFusedTest, ::testing::ValuesIn(kFusedTypes),
                          [](const auto& info) { return tensor_type_name(static_cast<uint32_t>(info.param)); });
+
+// A q4_k_m layer's q|k (Q4_K) and v (Q6_K) in one two-type launch (launch_gemv_pair) must give
+// the bits of one launch per type, at every M, through the cluster and the counter routes, with
+// a normalized input and with f16 rows; and the reference within the usual tolerance.
+TEST(GemvPair, SameBitsAsOneLaunchPerType) {
+  CHORUS_REQUIRE_GPU();
+  ASSERT_TRUE(gemv_pair_supported(TensorType::Q4_K, TensorType::Q6_K));
+  EXPECT_FALSE(gemv_pair_supported(TensorType::Q6_K, TensorType::Q4_K));
+  std::mt19937 rng(83);
+  const int64_t k = 1536;  // 6 tiles in 3 splits
+  const Problem q = make_problem(TensorType::Q4_K, k, 200, rng), kk = make_problem(TensorType::Q4_K, k, 72, rng);
+  const Problem v = make_problem(TensorType::Q6_K, k, 136, rng);
+  const int64_t n = q.n + kk.n + v.n;
+  const NormInput ni(k, rng);
+  const auto x_h = random_x_half(32, k, k, rng);
+  const auto d_x = to_device(x_h);
+  const int32_t n_splits = 3, tiles = (q.dm.n_tiles + n_splits - 1) / n_splits;
+  DeviceBuffer<float> partials(static_cast<size_t>(n_splits) * 32 * n), out(static_cast<size_t>(32 * n));
+  DeviceBuffer<int32_t> counters(static_cast<size_t>(n / 64 + 8));
+  CHORUS_CUDA_CHECK(cudaMemset(counters.get(), 0, counters.size_bytes()));
+  const Problem* mats[3] = {&q, &kk, &v};
+  // Matrices [first, last) from column col, as one launch of theirs would take them.
+  auto params = [&](int m, bool norm, GemvReduce reduce, int first, int last, int32_t col) {
+    GemvParams p;
+    p.mats.n_tiles = q.dm.n_tiles;
+    p.mats.record_bytes = mats[first]->dm.record_bytes;
+    p.mats.k_elems = static_cast<int32_t>(k);
+    for (int i = first; i < last; ++i) {
+      const int j = p.mats.n_mats++;
+      p.mats.w[j] = mats[i]->dm.ptr();
+      p.mats.n_rows[j] = static_cast<int32_t>(mats[i]->n);
+      p.mats.col_begin[j] = col;
+      col += static_cast<int32_t>(mats[i]->n);
+    }
+    if (norm) {
+      p.in = ni.input();
+    } else {
+      p.in.x = reinterpret_cast<const __half*>(d_x.get());
+      p.in.x_stride = static_cast<int32_t>(k);
+    }
+    p.out.kind = GemvOut::Sum;
+    p.out.out = out.get();
+    p.out.out_stride = static_cast<int32_t>(n);
+    p.n_seqs = m;
+    p.split = GemvSplit{n_splits, tiles, reduce, partials.get(), int64_t{32} * n, static_cast<int32_t>(n), counters.get()};
+    return p;
+  };
+  auto poisoned = [&] { CHORUS_CUDA_CHECK(cudaMemset(out.get(), 0xff, out.size_bytes())); };
+  for (const bool norm : {true, false}) {
+    for (const GemvReduce reduce : {GemvReduce::Auto, GemvReduce::Counters}) {
+      for (const int m : {1, 2, 8, 13, 32}) {
+        poisoned();
+        launch_gemv(TensorType::Q4_K, params(m, norm, reduce, 0, 2, 0), nullptr);
+        launch_gemv(TensorType::Q6_K, params(m, norm, reduce, 2, 3, static_cast<int32_t>(q.n + kk.n)), nullptr);
+        auto apart = to_host(out);
+        poisoned();
+        GemvParams p = params(m, norm, reduce, 0, 3, 0);
+        p.mats.n_mats_a = 2;
+        p.mats.record_bytes_b = v.dm.record_bytes;
+        launch_gemv_pair(TensorType::Q4_K, TensorType::Q6_K, p, nullptr);
+        auto together = to_host(out);
+        apart.resize(static_cast<size_t>(m * n));
+        together.resize(apart.size());
+        for (float y : together) ASSERT_TRUE(std::isfinite(y));
+        ASSERT_EQ(0, std::memcmp(apart.data(), together.data(), apart.size() * 4))
+            << (norm ? "normalized" : "f16") << " input, " << (reduce == GemvReduce::Counters ? "counters" : "cluster")
+            << ", M=" << m;
+        if (m == 32 && !norm) {  // against the reference: columns of q, k, v side by side
+          std::vector<float> x_f(x_h.size());
+          for (size_t i = 0; i < x_h.size(); ++i) x_f[i] = quant::fp16_to_f32(x_h[i]);
+          std::vector<double> want(together.size());
+          int64_t c0 = 0;
+          for (const Problem* pm : mats) {
+            const auto ref = reference(*pm, x_f, k, 32);
+            for (int r = 0; r < 32; ++r)
+              for (int64_t c = 0; c < pm->n; ++c) want[r * n + c0 + c] = ref[r * pm->n + c];
+            c0 += pm->n;
+          }
+          EXPECT_LT(test::rel_l2(together.data(), want.data(), want.size()), 2e-3);
+        }
+      }
+    }
+  }
+}
 
 TEST(GemvSplits, DependOnShapeOnlyAndCoverK) {
   for (int64_t rows : {256, 4096, 6144, 28672, 128256}) {
