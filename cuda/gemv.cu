@@ -118,7 +118,7 @@ void complete_params(GemvParams& p) {
   // Activation tiles staged at once: as many as the budget holds for this M (any chunking gives
   // the same arithmetic: the accumulators run on across chunks).
   // (Up to 8 rows the launch then shrinks the chunk while that fits more blocks on a
-  // multiprocessor, gemv_kernel.cuh: gemv_fit_chunk; not when the budget is given.)
+  // multiprocessor, gemv_launch.cuh: gemv_fit_chunk; not when the budget is given.)
   const int budget = p.x_budget_bytes > 0 ? p.x_budget_bytes : kGemvXBudgetBytes;
   const int buf_bytes = budget / (gemv_x_async(p.in) ? 2 : 1);
   p.x_chunk_tiles = std::clamp(buf_bytes / gemv_x_tile_stride(p.n_seqs, p.x_tma), 1, p.split.tiles_per_split);

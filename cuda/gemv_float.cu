@@ -1,5 +1,5 @@
 // Batched GEMV instantiations: F32 F16 BF16.
-#include "cuda/gemv_kernel.cuh"
+#include "cuda/gemv_launch.cuh"
 
 namespace chorus::cuda {
 CHORUS_INSTANTIATE_GEMV(TensorType::F32)

@@ -1,6 +1,6 @@
 // Two-type GEMV launches (gemv.h, launch_gemv_pair): Q4_K with Q6_K, the mix of a q4_k_m
 // model's attention q|k|v in the layers whose v is Q6_K.
-#include "cuda/gemv_kernel.cuh"
+#include "cuda/gemv_launch.cuh"
 
 namespace chorus::cuda::detail {
 

@@ -1,5 +1,5 @@
 // Batched GEMV instantiations: Q5_0 Q5_1 Q5_K.
-#include "cuda/gemv_kernel.cuh"
+#include "cuda/gemv_launch.cuh"
 
 namespace chorus::cuda {
 CHORUS_INSTANTIATE_GEMV(TensorType::Q5_0)

@@ -1,5 +1,5 @@
 // Batched GEMV instantiations: Q6_K Q8_0.
-#include "cuda/gemv_kernel.cuh"
+#include "cuda/gemv_launch.cuh"
 
 namespace chorus::cuda {
 CHORUS_INSTANTIATE_GEMV(TensorType::Q6_K)
