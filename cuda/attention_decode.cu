@@ -18,15 +18,14 @@
 
 #include <algorithm>
 #include <cfloat>
-#include <map>
 #include <mutex>
-#include <utility>
 
 #include "cuda/attention.h"
 #include "cuda/attention_chunk.cuh"
 #include "cuda/bulk_copy.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/launch.cuh"
+#include "cuda/occupancy.h"
 
 namespace chorus::cuda {
 namespace {
@@ -339,24 +338,6 @@ const DecodeKernel kDecodeKernels[4][3] = CHORUS_ATTENTION_VARIANTS(attention_de
 // the largest instantiation's static 41 KB passes the 48 KB default.
 constexpr int kStagedKvMaxBytes = 2 * kAttnChunkTokens * kAttnMaxHeadDim * 2;
 
-// Blocks of kernel k that one multiprocessor holds with `smem` bytes of staged rows, times the
-// multiprocessors: the runtime's answer, remembered (it depends on the kernel and the device
-// only, and the process uses one device).
-int decode_block_slots(DecodeKernel k, size_t smem) {
-  static std::mutex mu;
-  static std::map<std::pair<DecodeKernel, size_t>, int> known;
-  const std::lock_guard<std::mutex> lock(mu);
-  const auto it = known.find({k, smem});
-  if (it != known.end()) return it->second;
-  int per_sm = 0, device = 0, n_sms = 0;
-  CHORUS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kAttnThreads, smem));
-  CHORUS_CUDA_CHECK(cudaGetDevice(&device));
-  CHORUS_CUDA_CHECK(cudaDeviceGetAttribute(&n_sms, cudaDevAttrMultiProcessorCount, device));
-  const int slots = std::max(1, per_sm * n_sms);
-  known.emplace(std::make_pair(k, smem), slots);
-  return slots;
-}
-
 // Chunks per block where the partials merge through the counters: 1 while every chunk block
 // fits in one wave, else as many as it takes to fit one (a wave of blocks running side by side
 // hides more latency than a block doing one chunk after another, so no more than that).
@@ -393,7 +374,9 @@ void launch_attention_decode(const DecodeAttentionParams& d, cudaStream_t stream
   } else if (d.chunks_per_block > 0) {
     launch.chunks_per_block = std::min(d.chunks_per_block, p.grid_chunks);
   } else {
-    launch.chunks_per_block = decode_chunks_per_block(p, decode_block_slots(kernel, kv_bytes));
+    const int slots = blocks_per_multiprocessor(reinterpret_cast<const void*>(kernel), kAttnThreads, kv_bytes) *
+                      multiprocessor_count();
+    launch.chunks_per_block = decode_chunks_per_block(p, std::max(1, slots));
   }
   const unsigned cluster_x = launch.cluster_merge ? static_cast<unsigned>(p.grid_chunks) : 1u;
   const unsigned grid_x = static_cast<unsigned>((p.grid_chunks + launch.chunks_per_block - 1) / launch.chunks_per_block);

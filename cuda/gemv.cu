@@ -26,12 +26,6 @@ GemvSplitShape gemv_split_shape(int32_t n_splits, int32_t n_tiles) {
   return s;
 }
 
-int32_t gemv_row_blocks(const GemvMats& m, int32_t rows_per_block) {
-  int32_t n = 0;
-  for (int i = 0; i < m.n_mats; ++i) n += (m.n_rows[i] + rows_per_block - 1) / rows_per_block;
-  return n;
-}
-
 namespace {
 
 // Parameter combinations the kernel relies on; a violation is a bug in the caller.

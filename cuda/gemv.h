@@ -177,10 +177,21 @@ GemvSplitShape gemv_choose_splits(int64_t total_rows, int32_t n_tiles, int32_t n
 // n_splits (clamped to 1..16 and to n_tiles) as a shape with no empty split.
 GemvSplitShape gemv_split_shape(int32_t n_splits, int32_t n_tiles);
 
-// Blocks along x of a launch of `rows_per_block`-row blocks over every matrix. With the
-// default (64-row units) it is the most any launch uses: the size of `counters` and of the
+// Blocks along x of a launch of `rows_per_block`-row blocks over matrices [first, last) (a
+// two-type launch numbers each type's blocks apart), and over every matrix. With the default
+// (64-row units) the latter is the most any launch uses: the size of `counters` and of the
 // argmax arrays (one argmax entry per 64-row unit).
-int32_t gemv_row_blocks(const GemvMats& m, int32_t rows_per_block = kGemvRowsPerBlock);
+__host__ __device__ inline int32_t gemv_row_blocks_of(const GemvMats& m, int first, int last, int rows_per_block) {
+  int32_t n = 0;
+  for (int i = 0; i < kGemvMaxMats; ++i) {
+    const int32_t rows = i == 0 ? m.n_rows[0] : (i == 1 ? m.n_rows[1] : m.n_rows[2]);  // no local array copy
+    if (i >= first && i < last) n += (rows + rows_per_block - 1) / rows_per_block;
+  }
+  return n;
+}
+__host__ __device__ inline int32_t gemv_row_blocks(const GemvMats& m, int32_t rows_per_block = kGemvRowsPerBlock) {
+  return gemv_row_blocks_of(m, 0, m.n_mats, rows_per_block);
+}
 
 // Raises the dynamic shared-memory limit of every GEMV instantiation. Call once per process
 // before the first launch (not inside graph capture).

@@ -24,16 +24,6 @@ struct BlockRows {
   int row0 = 0;  // first row of the block within the matrix
 };
 
-// Row blocks of matrices [first, last) (block_rows rows each).
-__host__ __device__ __forceinline__ int gemv_row_blocks_of(const GemvMats& m, int first, int last, int block_rows) {
-  int n = 0;
-  for (int i = 0; i < kGemvMaxMats; ++i) {
-    const int rows = i == 0 ? m.n_rows[0] : (i == 1 ? m.n_rows[1] : m.n_rows[2]);
-    if (i >= first && i < last) n += (rows + block_rows - 1) / block_rows;
-  }
-  return n;
-}
-
 // Block bx of the blocks over matrices [first, last).
 __device__ __forceinline__ BlockRows locate_block(const GemvMats& m, int first, int last, int bx, int block_rows) {
   int mat = first, rb = bx;

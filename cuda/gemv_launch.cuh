@@ -4,13 +4,13 @@
 // dequantization and embedding launchers. Included by one .cu per type family, which
 // instantiates them with CHORUS_INSTANTIATE_GEMV.
 #include <algorithm>
-#include <map>
-#include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "cuda/cuda_check.h"
 #include "cuda/gemv_kernel.cuh"
 #include "cuda/launch.cuh"
+#include "cuda/occupancy.h"
 
 namespace chorus::cuda {
 
@@ -31,12 +31,42 @@ inline size_t gemv_x_region_bytes(const GemvParams& p, int block_rows, int xsum_
 // The opt-in limit is 227 KiB per block including static shared memory (rstd, flags).
 inline constexpr int kGemvMaxSmem = 220 * 1024;
 
-template <TensorType kType, int kNT>
-void prepare_nt() {
+// Raises a GEMV kernel's dynamic shared-memory limit and asks for the largest shared carveout.
+inline void prepare_kernel(const void* kernel) {
+  CHORUS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kGemvMaxSmem));
   CHORUS_CUDA_CHECK(
-      cudaFuncSetAttribute(gemv_kernel<kType, kNT>, cudaFuncAttributeMaxDynamicSharedMemorySize, kGemvMaxSmem));
-  CHORUS_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<kType, kNT>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                         cudaSharedmemCarveoutMaxShared));
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+}
+
+// f(std::integral_constant<int, kNT>) for the column groups (8 activation rows each) of n_seqs
+// rows; each_column_groups calls it for every kNT a launch may take.
+template <typename F>
+void with_column_groups(int n_seqs, F&& f) {
+  switch ((n_seqs + 7) / 8) {
+    case 1: f(std::integral_constant<int, 1>{}); break;
+    case 2: f(std::integral_constant<int, 2>{}); break;
+    case 3: f(std::integral_constant<int, 3>{}); break;
+    default: f(std::integral_constant<int, 4>{}); break;
+  }
+}
+template <typename F>
+void each_column_groups(F&& f) {
+  for (int n_seqs : {8, 16, 24, 32}) with_column_groups(n_seqs, f);
+}
+
+inline void check_record(int got, int want) {
+  if (got != want) {
+    throw CudaError("gemv: records of " + std::to_string(got) + " bytes, the kernel expects " + std::to_string(want));
+  }
+}
+
+// Launches `kernel` over `blocks` row blocks x the splits, the splits of a row block forming a
+// cluster where they meet in one (GemvReduce::Cluster).
+template <typename Kernel>
+void launch_blocks(Kernel kernel, const GemvParams& p, int blocks, int threads, size_t smem, cudaStream_t stream) {
+  if (smem > static_cast<size_t>(kGemvMaxSmem)) throw CudaError("gemv: " + std::to_string(smem) + " bytes of shared memory");
+  const unsigned cluster_y = p.split.reduce == GemvReduce::Cluster ? static_cast<unsigned>(p.split.n_splits) : 1u;
+  launch_pdl_clustered(kernel, dim3(blocks, p.split.n_splits), dim3(threads), smem, dim3(1, cluster_y, 1), stream, p);
 }
 
 // Whether the launch prefetches its residual rows (kGemvEarlyResidual): one column group, the
@@ -58,21 +88,12 @@ size_t gemv_smem_bytes(const GemvParams& p, size_t* resid_offset = nullptr) {
   return base + (gemv_prefetches_residual<kNT>(p) ? static_cast<size_t>(p.n_seqs) * kGemvRowsPerBlock * 4 : 0);
 }
 
-// Blocks of this kernel that one multiprocessor holds with `smem` bytes of dynamic shared
-// memory (the runtime's answer, remembered: it depends on the kernel and the device only, and
-// the process uses one device).
+// Blocks of gemv_kernel<kType, kNT> that one multiprocessor holds with `smem` bytes of dynamic
+// shared memory (occupancy.h).
 template <TensorType kType, int kNT>
 int gemv_blocks_per_sm(size_t smem) {
-  static std::mutex mu;
-  static std::map<size_t, int> known;
-  const std::lock_guard<std::mutex> lock(mu);
-  const auto it = known.find(smem);
-  if (it != known.end()) return it->second;
-  int n = 0;
-  CHORUS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gemv_kernel<kType, kNT>,
-                                                                  GemvShape<kType, kNT>::kWarps * 32, smem));
-  known.emplace(smem, n);
-  return n;
+  return blocks_per_multiprocessor(reinterpret_cast<const void*>(gemv_kernel<kType, kNT>),
+                                   GemvShape<kType, kNT>::kWarps * 32, smem);
 }
 
 // Up to 8 rows, the largest x chunk (at most launch_gemv's) that still lets the most blocks
@@ -96,27 +117,13 @@ int gemv_fit_chunk(GemvParams q) {
 template <TensorType kType, int kNT>
 void launch_nt(const GemvParams& p_in, cudaStream_t stream) {
   using S = GemvShape<kType, kNT>;
-  if (p_in.mats.record_bytes != S::kRec) {
-    throw CudaError("gemv: record of " + std::to_string(p_in.mats.record_bytes) + " bytes, kernel expects " +
-                    std::to_string(S::kRec));
-  }
+  check_record(p_in.mats.record_bytes, S::kRec);
   GemvParams p = p_in;
   if (p.x_budget_bytes == 0 && p.x_ring_bufs == 0 && p.n_seqs <= 8) p.x_chunk_tiles = gemv_fit_chunk<kType, kNT>(p);
   size_t resid_offset = 0;
   const size_t smem = gemv_smem_bytes<kType, kNT>(p, &resid_offset);
   p.resid_smem_offset = static_cast<int32_t>(resid_offset);
-  if (smem > static_cast<size_t>(kGemvMaxSmem)) throw CudaError("gemv: " + std::to_string(smem) + " bytes of shared memory");
-  const unsigned cluster_y = p.split.reduce == GemvReduce::Cluster ? static_cast<unsigned>(p.split.n_splits) : 1u;
-  launch_pdl_clustered(gemv_kernel<kType, kNT>, dim3(gemv_row_blocks(p.mats, S::kBlockRows), p.split.n_splits),
-                       dim3(S::kWarps * 32), smem, dim3(1, cluster_y, 1), stream, p);
-}
-
-template <TensorType kA, TensorType kB, int kNT>
-void prepare_pair_nt() {
-  CHORUS_CUDA_CHECK(
-      cudaFuncSetAttribute(gemv_pair_kernel<kA, kB, kNT>, cudaFuncAttributeMaxDynamicSharedMemorySize, kGemvMaxSmem));
-  CHORUS_CUDA_CHECK(cudaFuncSetAttribute(gemv_pair_kernel<kA, kB, kNT>,
-                                         cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  launch_blocks(gemv_kernel<kType, kNT>, p, gemv_row_blocks(p.mats, S::kBlockRows), S::kWarps * 32, smem, stream);
 }
 
 // A two-type launch (gemv_pair_kernel): the chunk that suits both types' blocks, shared memory
@@ -124,11 +131,8 @@ void prepare_pair_nt() {
 template <TensorType kA, TensorType kB, int kNT>
 void launch_pair_nt(const GemvParams& p_in, cudaStream_t stream) {
   using SA = GemvShape<kA, kNT>;
-  if (p_in.mats.record_bytes != SA::kRec || p_in.mats.record_bytes_b != GemvShape<kB, kNT>::kRec) {
-    throw CudaError("gemv: records of " + std::to_string(p_in.mats.record_bytes) + " and " +
-                    std::to_string(p_in.mats.record_bytes_b) + " bytes, the pair kernel expects " +
-                    std::to_string(SA::kRec) + " and " + std::to_string(GemvShape<kB, kNT>::kRec));
-  }
+  check_record(p_in.mats.record_bytes, SA::kRec);
+  check_record(p_in.mats.record_bytes_b, GemvShape<kB, kNT>::kRec);
   GemvParams p = p_in;
   if (p.x_budget_bytes == 0 && p.x_ring_bufs == 0 && p.n_seqs <= 8) {
     p.x_chunk_tiles = std::min(gemv_fit_chunk<kA, kNT>(p), gemv_fit_chunk<kB, kNT>(p));
@@ -139,47 +143,28 @@ void launch_pair_nt(const GemvParams& p_in, cudaStream_t stream) {
   const size_t resid_offset = std::max(off_a, off_b);
   const size_t smem = resid_offset > 0 ? resid_offset + resid_bytes : std::max(smem_a, smem_b);
   p.resid_smem_offset = static_cast<int32_t>(resid_offset);
-  if (smem > static_cast<size_t>(kGemvMaxSmem)) throw CudaError("gemv: " + std::to_string(smem) + " bytes of shared memory");
-  const unsigned cluster_y = p.split.reduce == GemvReduce::Cluster ? static_cast<unsigned>(p.split.n_splits) : 1u;
-  const int blocks = gemv_row_blocks_of(p.mats, 0, p.mats.n_mats, SA::kBlockRows);
-  launch_pdl_clustered(gemv_pair_kernel<kA, kB, kNT>, dim3(blocks, p.split.n_splits), dim3(SA::kWarps * 32), smem,
-                       dim3(1, cluster_y, 1), stream, p);
+  launch_blocks(gemv_pair_kernel<kA, kB, kNT>, p, gemv_row_blocks(p.mats, SA::kBlockRows), SA::kWarps * 32, smem,
+                stream);
 }
 
 template <TensorType kA, TensorType kB>
 void prepare_pair_typed() {
-  prepare_pair_nt<kA, kB, 1>();
-  prepare_pair_nt<kA, kB, 2>();
-  prepare_pair_nt<kA, kB, 3>();
-  prepare_pair_nt<kA, kB, 4>();
+  each_column_groups([](auto nt) { prepare_kernel(reinterpret_cast<const void*>(gemv_pair_kernel<kA, kB, nt.value>)); });
 }
 
 template <TensorType kA, TensorType kB>
 void launch_pair_typed(const GemvParams& p, cudaStream_t stream) {
-  switch ((p.n_seqs + 7) / 8) {
-    case 1: launch_pair_nt<kA, kB, 1>(p, stream); break;
-    case 2: launch_pair_nt<kA, kB, 2>(p, stream); break;
-    case 3: launch_pair_nt<kA, kB, 3>(p, stream); break;
-    default: launch_pair_nt<kA, kB, 4>(p, stream); break;
-  }
+  with_column_groups(p.n_seqs, [&](auto nt) { launch_pair_nt<kA, kB, nt.value>(p, stream); });
 }
 
 template <TensorType kType>
 void prepare_gemv_typed() {
-  prepare_nt<kType, 1>();
-  prepare_nt<kType, 2>();
-  prepare_nt<kType, 3>();
-  prepare_nt<kType, 4>();
+  each_column_groups([](auto nt) { prepare_kernel(reinterpret_cast<const void*>(gemv_kernel<kType, nt.value>)); });
 }
 
 template <TensorType kType>
 void launch_gemv_typed(const GemvParams& p, cudaStream_t stream) {
-  switch ((p.n_seqs + 7) / 8) {
-    case 1: launch_nt<kType, 1>(p, stream); break;
-    case 2: launch_nt<kType, 2>(p, stream); break;
-    case 3: launch_nt<kType, 3>(p, stream); break;
-    default: launch_nt<kType, 4>(p, stream); break;
-  }
+  with_column_groups(p.n_seqs, [&](auto nt) { launch_nt<kType, nt.value>(p, stream); });
 }
 
 template <TensorType kType>

@@ -282,30 +282,24 @@ int main(int argc, char** argv) {
     decode_rows(prefix.c_str());
     (*b)->set_tuning(defaults);
   };
-  for (int rows : cluster_max_rows) {  // rows "cROWS N ...": attention cluster merge up to ROWS rows
-    cuda::CudaTuning t = defaults;
-    t.attn_cluster_max_rows = rows;
-    tuned_rows(t, "c" + std::to_string(rows) + " ");
-  }
-  for (int k : chunks_per_block) {  // rows "kK N ...": K chunks per attention block (counter merge)
-    cuda::CudaTuning t = defaults;
-    t.attn_chunks_per_block = k;
-    tuned_rows(t, "k" + std::to_string(k) + " ");
-  }
-  for (int bytes : x_budgets) {  // rows "xBYTES N ...": GEMV x chunks in that budget
-    cuda::CudaTuning t = defaults;
-    t.gemv_x_budget_bytes = bytes;
-    tuned_rows(t, "x" + std::to_string(bytes) + " ");
-  }
-  for (int bits : early_loads) {  // rows "eBITS N ...": GemvEarly bits
-    cuda::CudaTuning t = defaults;
-    t.gemv_early_loads = bits;
-    tuned_rows(t, "e" + std::to_string(bits) + " ");
-  }
-  for (int rows : pair_max_rows) {  // rows "pROWS N ...": two-type launches up to ROWS rows
-    cuda::CudaTuning t = defaults;
-    t.gemv_pair_max_rows = rows;
-    tuned_rows(t, "p" + std::to_string(rows) + " ");
+  // Rows "<letter><value> N ...": the decode rows again with one CudaTuning field set to each value.
+  const struct {
+    const char* prefix;
+    const std::vector<int>& values;
+    int32_t cuda::CudaTuning::*field;
+  } int_settings[] = {
+      {"c", cluster_max_rows, &cuda::CudaTuning::attn_cluster_max_rows},  // attention cluster merge up to N rows
+      {"k", chunks_per_block, &cuda::CudaTuning::attn_chunks_per_block},  // chunks per attention block (counters)
+      {"x", x_budgets, &cuda::CudaTuning::gemv_x_budget_bytes},          // GEMV x chunks in that budget
+      {"e", early_loads, &cuda::CudaTuning::gemv_early_loads},            // GemvEarly bits
+      {"p", pair_max_rows, &cuda::CudaTuning::gemv_pair_max_rows},        // two-type launches up to N rows
+  };
+  for (const auto& setting : int_settings) {
+    for (int v : setting.values) {
+      cuda::CudaTuning t = defaults;
+      t.*setting.field = v;
+      tuned_rows(t, setting.prefix + std::to_string(v) + " ");
+    }
   }
   for (size_t i = 0; i < splits.size(); ++i) {  // rows "sQ.O.U.D N ...", against solo runs of the same splits
     cuda::CudaTuning t = defaults;
