@@ -12,6 +12,7 @@
 #include "cuda/device_memory.h"
 #include "cuda/device_model.h"
 #include "cuda/attention.h"
+#include "cuda/cuda_tuning.h"
 #include "cuda/gemm_lt.h"
 #include "cuda/gemv.h"
 #include "cuda/layer_ops.h"
@@ -22,35 +23,6 @@
 namespace chorus::cuda {
 
 enum class GraphMode { Replay, Eager };
-
-// Launch choices of the decode step that measurements vary (chorus-cuda-bench); the defaults
-// are what those measurements chose on the H200.
-struct CudaTuning {
-  // Decode attention launches of at most this many rows merge chunk partials inside a
-  // thread-block cluster (attention.h); more rows use the counters. 0: never. Clusters save
-  // 4-6% of a step at 1-8 rows and cost up to 3% at 32 on the H200 (perf-notes v11).
-  int32_t attn_cluster_max_rows = 8;
-  // Chunks per decode attention block where the partials merge through counters
-  // (DecodeAttentionParams::chunks_per_block; 0: chosen from the occupancy). Same bits for any.
-  // One (each block a chunk, as before) until the choice is measured on a GPU (perf-notes v14b).
-  int32_t attn_chunks_per_block = 1;
-  // Shared memory for a GEMV launch's x chunks (GemvParams::x_budget_bytes; 0: the defaults of
-  // gemv.h). Smaller chunks let more blocks share a multiprocessor.
-  int32_t gemv_x_budget_bytes = 0;
-  // GemvEarly bits (gemv.h): loads moved off the critical path of launches of up to 8 rows.
-  // Off until measured on a GPU (perf-notes v14c).
-  int32_t gemv_early_loads = 0;
-  // Steps of up to this many rows put a q4_k_m layer's Q4_K q|k and Q6_K v products in one
-  // launch (launch_gemv_pair); 0: never. Same bits either way. Off until measured on a GPU
-  // (perf-notes v14d).
-  int32_t gemv_pair_max_rows = 0;
-  // K splits of the decode GEMVs per matrix group instead of gemv_choose_splits' (0: its
-  // choice). A split count changes the f32 summation order, so tokens may differ from the
-  // default's (perf-notes v13).
-  struct Splits {
-    int32_t qkv = 0, o = 0, ffn_up = 0, down = 0;
-  } gemv_splits;
-};
 
 struct CudaBackendOptions {
   BackendOptions base;

@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -53,6 +54,16 @@ extern "C" __attribute__((visibility("default"))) chorus::Backend* chorus_cuda_c
   }
   chorus::cuda::CudaBackendOptions o;
   if (opts) o.base = *opts;
+  // A measured candidate launch setting, run through the whole Engine without a rebuild
+  // (scripts/gpu/run_gpu_checks.sh); unset in normal use.
+  if (const char* spec = std::getenv("CHORUS_CUDA_TUNING"); spec && *spec) {
+    auto t = chorus::cuda::parse_cuda_tuning(spec, o.tuning);
+    if (!t) {
+      write_err(err, err_len, "CHORUS_CUDA_TUNING: " + t.message());
+      return nullptr;
+    }
+    o.tuning = *t;
+  }
   auto b = chorus::cuda::CudaBackend::create(model_path ? model_path : "", o);
   if (!b) {
     write_err(err, err_len, b.message());

@@ -12,7 +12,9 @@
 # default test_*) picks the test binaries; PROFILE_RUNS, DETAIL and SASS (below) pick launches;
 # BENCH_ARGS go to chorus-cuda-bench after its N list (e.g. --attn-cluster-max-rows=0,8), and
 # BENCH_ARGS_l1b / BENCH_ARGS_l8b to its run on that model only; BENCH_MODELS (default
-# "l1b l8b") picks the models.
+# "l1b l8b") picks the models. ENGINE_TUNING (';'-separated, an empty item: the defaults) runs
+# stage enginebench once under each CHORUS_CUDA_TUNING (cuda/cuda_tuning.h: candidate launch
+# settings through the whole Engine without a rebuild); ENGINE_PARALLEL its N list.
 set -uo pipefail
 CARRY=${CARRY:-.carry}
 OUT=${OUT:-/tmp/chorus-gpu-out}
@@ -154,11 +156,17 @@ if has enginebench; then
     for _ in $(seq 1 120); do [ -f /tmp/e8b.done ] && break; sleep 2; done
     tail -n 1 /tmp/esynth8b.log
   fi
+  IFS=';' read -ra tunings <<< "${ENGINE_TUNING:-}"
+  [ ${#tunings[@]} -eq 0 ] && tunings=("")
   for m in /tmp/e8b.gguf /tmp/*.Q4_1.gguf "$CARRY"/models/*.gguf; do
     [ -f "$m" ] || continue
-    section "chorus-bench run $m"
-    timeout 300 "$BIN/chorus-bench" run --model "$m" --backend cuda --parallel 1,2,4,8,16,32 \
-      --prompt-tokens 128 --gen-tokens 128 2>&1 | tee -a "$OUT/enginebench.txt" >> "$LOG"
+    for tuning in "${tunings[@]}"; do
+      section "chorus-bench run $m CHORUS_CUDA_TUNING=$tuning"
+      echo "-- $m CHORUS_CUDA_TUNING=$tuning" >> "$OUT/enginebench.txt"
+      CHORUS_CUDA_TUNING=$tuning timeout 300 "$BIN/chorus-bench" run --model "$m" --backend cuda \
+        --parallel "${ENGINE_PARALLEL:-1,2,4,8,16,32}" --prompt-tokens 128 --gen-tokens 128 2>&1 |
+        tee -a "$OUT/enginebench.txt" >> "$LOG"
+    done
   done
 fi
 
@@ -166,7 +174,7 @@ echo "==== summary ===="
 for k in "${!R[@]}"; do echo "test $k: rc=${R[$k]} ($(grep -A1000 "==== $k ====" "$LOG" | grep -m1 -E "PASSED|FAILED" ))"; done
 grep -h "cosine" "$LOG" 2>/dev/null
 for m in l1b l8b; do
-  [ -f "$OUT/bench_$m.txt" ] && { echo "-- $m (chorus-cuda-bench)"; grep -E "^([ckxsep][0-9.]+ )?[0-9]+ |prefill|batch-inv|cluster merge" "$OUT/bench_$m.txt"; }
+  [ -f "$OUT/bench_$m.txt" ] && { echo "-- $m (chorus-cuda-bench)"; grep -E "^([ckxsep][0-9.]+ )?[0-9]+ |prefill|batch-inv|tuning:" "$OUT/bench_$m.txt"; }
 done
-[ -f "$OUT/enginebench.txt" ] && { echo "-- chorus-bench run"; grep -E "model|^ *[0-9]+ |batch-invariant" "$OUT/enginebench.txt" | head -40; }
+[ -f "$OUT/enginebench.txt" ] && { echo "-- chorus-bench run"; grep -E "^-- |model|^ *[0-9]+ |batch-invariant" "$OUT/enginebench.txt" | head -40; }
 exit 0

@@ -258,7 +258,7 @@ int main(int argc, char** argv) {
   std::vector<std::vector<int32_t>> solo(static_cast<size_t>(max_n));
   for (int s = 0; s < max_n; ++s) solo[static_cast<size_t>(s)] = generate(**b, prompts, {s}).tokens[0];
 
-  std::printf("attention cluster merge up to %d rows\n", (*b)->tuning().attn_cluster_max_rows);
+  std::printf("tuning: %s\n", cuda::format_cuda_tuning((*b)->tuning()).c_str());
   std::printf("%-4s %12s %12s %s\n", "N", "decode tok/s", "step ms", "batched==solo");
   bool all_ok = true;
   auto decode_rows = [&](const char* prefix) {
