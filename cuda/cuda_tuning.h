@@ -19,18 +19,18 @@ struct CudaTuning {
   int32_t attn_cluster_max_rows = 8;
   // Chunks per decode attention block where the partials merge through counters
   // (DecodeAttentionParams::chunks_per_block; 0: chosen from the occupancy). Same bits for any.
-  // One (each block a chunk, as before) until the choice is measured on a GPU (perf-notes v14b).
-  int32_t attn_chunks_per_block = 1;
+  // The occupancy's choice: 8B N = 32 +2.8 % against one chunk a block (perf-notes v14b).
+  int32_t attn_chunks_per_block = 0;
   // Shared memory for a GEMV launch's x chunks (GemvParams::x_budget_bytes; 0: the defaults of
   // gemv.h). Smaller chunks let more blocks share a multiprocessor.
   int32_t gemv_x_budget_bytes = 0;
   // GemvEarly bits (gemv.h): loads moved off the critical path of launches of up to 8 rows.
-  // Off until measured on a GPU (perf-notes v14c).
-  int32_t gemv_early_loads = 0;
+  // The residual prefetch: 8B N = 4 / 8 +0.3-0.7 %, small but in every row (perf-notes v14c).
+  int32_t gemv_early_loads = 1;  // kGemvEarlyResidual
   // Steps of up to this many rows put a q4_k_m layer's Q4_K q|k and Q6_K v products in one
-  // launch (launch_gemv_pair); 0: never. Same bits either way. Off until measured on a GPU
-  // (perf-notes v14d).
-  int32_t gemv_pair_max_rows = 0;
+  // launch (launch_gemv_pair); 0: never. Same bits either way. Every batch size (32 is the
+  // most a step takes): 8B N = 1 / 16 / 32 +3 / +4 / +4 % (perf-notes v14d).
+  int32_t gemv_pair_max_rows = 32;
   // K splits of the decode GEMVs per matrix group instead of gemv_choose_splits' (0: its
   // choice). A split count changes the f32 summation order, so tokens may differ from the
   // default's (perf-notes v13).
