@@ -11,7 +11,7 @@
 namespace chorus::cuda {
 
 // Launch choices of the decode step that measurements vary (chorus-cuda-bench); the defaults
-// are what those measurements chose on the H200.
+// are what those measurements chose (on the H200; v14's, session 13, on an H100).
 struct CudaTuning {
   // Decode attention launches of at most this many rows merge chunk partials inside a
   // thread-block cluster (attention.h); more rows use the counters. 0: never. Clusters save
