@@ -116,11 +116,11 @@ GemvParams CudaBackend::gemv_params(const GemvCall& call, int32_t n_rows, int fi
 // and Q6_K v), both go in one two-type launch if the pair is supported (launch_gemv_pair) and
 // the tuning allows it for this many rows: the same bits, one launch fewer.
 void CudaBackend::enqueue_gemv(const GemvCall& call, int32_t n_rows) {
-  int n_a = 1;  // the first run of one type
+  int n_a = 1;  // the first run of one type: [0, n_a)
   while (n_a < call.n_mats && call.mats[n_a]->type == call.mats[0]->type) ++n_a;
-  bool second_run_is_rest = n_a < call.n_mats;
-  for (int i = n_a + 1; i < call.n_mats; ++i) second_run_is_rest = second_run_is_rest && call.mats[i]->type == call.mats[n_a]->type;
-  if (second_run_is_rest && n_rows <= tuning_.gemv_pair_max_rows &&
+  int end_b = n_a;  // the second: [n_a, end_b)
+  while (end_b < call.n_mats && call.mats[end_b]->type == call.mats[n_a]->type) ++end_b;
+  if (n_a < call.n_mats && end_b == call.n_mats && n_rows <= tuning_.gemv_pair_max_rows &&
       gemv_pair_supported(call.mats[0]->type, call.mats[n_a]->type)) {
     GemvParams p = gemv_params(call, n_rows, 0, call.n_mats, 0);
     p.mats.n_mats_a = n_a;

@@ -92,6 +92,14 @@ struct GemvMats {
   int32_t k_elems = 0;  // K
 };
 
+// Entry i of one of GemvMats' per-matrix arrays. Explicit selects: a kernel indexing a
+// parameter array with a run-time index would copy the array into local memory.
+template <typename T>
+__host__ __device__ __forceinline__ T gemv_mat_entry(const T (&entries)[kGemvMaxMats], int i) {
+  static_assert(kGemvMaxMats == 3, "one select per matrix");
+  return i == 0 ? entries[0] : (i == 1 ? entries[1] : entries[2]);
+}
+
 struct GemvInput {
   GemvIn kind = GemvIn::Half;
   const __half* x = nullptr;  // Half: [n_seqs][x_stride]
@@ -184,8 +192,7 @@ GemvSplitShape gemv_split_shape(int32_t n_splits, int32_t n_tiles);
 __host__ __device__ inline int32_t gemv_row_blocks_of(const GemvMats& m, int first, int last, int rows_per_block) {
   int32_t n = 0;
   for (int i = 0; i < kGemvMaxMats; ++i) {
-    const int32_t rows = i == 0 ? m.n_rows[0] : (i == 1 ? m.n_rows[1] : m.n_rows[2]);  // no local array copy
-    if (i >= first && i < last) n += (rows + rows_per_block - 1) / rows_per_block;
+    if (i >= first && i < last) n += (gemv_mat_entry(m.n_rows, i) + rows_per_block - 1) / rows_per_block;
   }
   return n;
 }

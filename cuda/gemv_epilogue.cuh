@@ -29,19 +29,17 @@ __device__ __forceinline__ BlockRows locate_block(const GemvMats& m, int first, 
   int mat = first, rb = bx;
 #pragma unroll
   for (int i = 0; i < kGemvMaxMats; ++i) {
-    const int rows = i == 0 ? m.n_rows[0] : (i == 1 ? m.n_rows[1] : m.n_rows[2]);
-    const int blocks = (rows + block_rows - 1) / block_rows;
+    const int blocks = (gemv_mat_entry(m.n_rows, i) + block_rows - 1) / block_rows;
     if (i == mat && i + 1 < last && rb >= blocks) {
       rb -= blocks;
       mat = i + 1;
     }
   }
-  // Explicit selects keep the parameter arrays out of local memory.
   BlockRows r;
-  r.w = mat == 0 ? m.w[0] : (mat == 1 ? m.w[1] : m.w[2]);
-  r.bias = mat == 0 ? m.bias[0] : (mat == 1 ? m.bias[1] : m.bias[2]);
-  r.n_rows = mat == 0 ? m.n_rows[0] : (mat == 1 ? m.n_rows[1] : m.n_rows[2]);
-  r.col_begin = mat == 0 ? m.col_begin[0] : (mat == 1 ? m.col_begin[1] : m.col_begin[2]);
+  r.w = gemv_mat_entry(m.w, mat);
+  r.bias = gemv_mat_entry(m.bias, mat);
+  r.n_rows = gemv_mat_entry(m.n_rows, mat);
+  r.col_begin = gemv_mat_entry(m.col_begin, mat);
   r.row0 = rb * block_rows;
   return r;
 }
