@@ -116,22 +116,23 @@ GemvParams CudaBackend::gemv_params(const GemvCall& call, int32_t n_rows, int fi
 // and Q6_K v), both go in one two-type launch if the pair is supported (launch_gemv_pair) and
 // the tuning allows it for this many rows: the same bits, one launch fewer.
 void CudaBackend::enqueue_gemv(const GemvCall& call, int32_t n_rows) {
+  const int n_mats = std::min(call.n_mats, kGemvMaxMats);  // the array's size (lets the compiler see the bound)
   int n_a = 1;  // the first run of one type: [0, n_a)
-  while (n_a < call.n_mats && call.mats[n_a]->type == call.mats[0]->type) ++n_a;
+  while (n_a < n_mats && call.mats[n_a]->type == call.mats[0]->type) ++n_a;
   int end_b = n_a;  // the second: [n_a, end_b)
-  while (end_b < call.n_mats && call.mats[end_b]->type == call.mats[n_a]->type) ++end_b;
-  if (n_a < call.n_mats && end_b == call.n_mats && n_rows <= tuning_.gemv_pair_max_rows &&
+  while (end_b < n_mats && call.mats[end_b]->type == call.mats[n_a]->type) ++end_b;
+  if (n_a < n_mats && end_b == n_mats && n_rows <= tuning_.gemv_pair_max_rows &&
       gemv_pair_supported(call.mats[0]->type, call.mats[n_a]->type)) {
-    GemvParams p = gemv_params(call, n_rows, 0, call.n_mats, 0);
+    GemvParams p = gemv_params(call, n_rows, 0, n_mats, 0);
     p.mats.n_mats_a = n_a;
     p.mats.record_bytes_b = call.mats[n_a]->record_bytes;
     launch_gemv_pair(call.mats[0]->type, call.mats[n_a]->type, p, stream_->get());
     return;
   }
   int32_t col = 0;
-  for (int i = 0; i < call.n_mats;) {
+  for (int i = 0; i < n_mats;) {
     int end = i + 1;
-    while (end < call.n_mats && call.mats[end]->type == call.mats[i]->type && end - i < kGemvMaxMats) ++end;
+    while (end < n_mats && call.mats[end]->type == call.mats[i]->type) ++end;
     const GemvParams p = gemv_params(call, n_rows, i, end, col);
     for (int k = 0; k < p.mats.n_mats; ++k) col += p.mats.n_rows[k];
     launch_gemv(call.mats[i]->type, p, stream_->get());
