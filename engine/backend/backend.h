@@ -91,8 +91,25 @@ class Backend {
   virtual const ModelConfig& config() const = 0;
   virtual KvLayout kv_layout() const = 0;
   virtual int32_t max_batch() const = 0;         // largest M of a decode step
-  virtual int32_t max_prefill_tokens() const = 0;// largest prefill chunk
+  virtual int32_t max_prefill_tokens() const = 0;// largest prefill call, in tokens
   virtual Result<PrefillResult> prefill(const PrefillChunk& chunk) = 0;
+  // Most sequences whose chunks one prefill_batch() call takes (1: one at a time).
+  virtual int32_t max_prefill_seqs() const { return 1; }
+  // The chunks of several different sequences in one call, at most max_prefill_seqs() of
+  // them and max_prefill_tokens() tokens in all; result i belongs to chunks[i]. A backend
+  // that shares work between them (one pass over the weights for all their rows) overrides
+  // this; each chunk's results must be what prefill() gives for it alone, bit for bit, so
+  // packing never changes a conversation. An error fails the whole call.
+  virtual Result<std::vector<PrefillResult>> prefill_batch(std::span<const PrefillChunk> chunks) {
+    std::vector<PrefillResult> out;
+    out.reserve(chunks.size());
+    for (const PrefillChunk& c : chunks) {
+      auto r = prefill(c);
+      if (!r.ok()) return r.error();
+      out.push_back(std::move(r).value());
+    }
+    return out;
+  }
   virtual Result<DecodeResult> decode(const DecodeBatch& batch) = 0;
   virtual BackendMemory memory() const = 0;
   virtual BackendCounters counters() const { return {}; }

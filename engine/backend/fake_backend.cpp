@@ -101,32 +101,59 @@ void FakeBackend::record(FakeCall call) {
 }
 
 Result<PrefillResult> FakeBackend::prefill(const PrefillChunk& chunk) {
+  auto r = prefill_batch(std::span<const PrefillChunk>(&chunk, 1));
+  if (!r.ok()) return r.error();
+  return std::move(r->front());
+}
+
+// One call for all chunks (one log entry, one injected failure check); each chunk computes
+// exactly what it would alone.
+Result<std::vector<PrefillResult>> FakeBackend::prefill_batch(std::span<const PrefillChunk> chunks) {
   FakeCall call;
   call.kind = FakeCall::Kind::Prefill;
   call.index = n_calls_++;
-  call.seq_ids = {chunk.seq.seq_id};
-  call.n_past = {chunk.seq.n_past};
-  call.n_tokens = static_cast<int32_t>(chunk.tokens.size());
+  bool empty_chunk = false;
+  for (const PrefillChunk& c : chunks) {
+    call.seq_ids.push_back(c.seq.seq_id);
+    call.n_past.push_back(c.seq.n_past);
+    call.chunk_tokens.push_back(static_cast<int32_t>(c.tokens.size()));
+    call.n_tokens += static_cast<int32_t>(c.tokens.size());
+    empty_chunk = empty_chunk || c.tokens.empty();
+  }
   CHORUS_TRY(check_failure(call));
-  if (chunk.tokens.empty() || call.n_tokens > opt_.max_prefill_tokens) {
-    return make_error("fake backend: prefill chunk of " + std::to_string(call.n_tokens) +
-                      " tokens (max " + std::to_string(opt_.max_prefill_tokens) + ")");
+  if (chunks.empty() || empty_chunk || call.n_tokens > opt_.max_prefill_tokens ||
+      static_cast<int32_t>(chunks.size()) > opt_.max_prefill_seqs) {
+    return make_error("fake backend: prefill of " + std::to_string(chunks.size()) + " chunks, " +
+                      std::to_string(call.n_tokens) + " tokens (max " +
+                      std::to_string(opt_.max_prefill_seqs) + " chunks, " +
+                      std::to_string(opt_.max_prefill_tokens) + " tokens, none empty)");
   }
   record(call);
-  for (size_t i = 0; i < chunk.tokens.size(); ++i) {
-    CHORUS_TRY(write_kv(chunk.seq, chunk.seq.n_past + static_cast<int32_t>(i), chunk.tokens[i]));
+  std::vector<PrefillResult> out;
+  for (const PrefillChunk& c : chunks) {
+    auto r = compute_chunk(c);
+    if (!r.ok()) return r.error();
+    out.push_back(std::move(r).value());
   }
   if (opt_.prefill_delay_per_token.count() > 0) {
     std::this_thread::sleep_for(opt_.prefill_delay_per_token * call.n_tokens);
   }
+  return out;
+}
+
+Result<PrefillResult> FakeBackend::compute_chunk(const PrefillChunk& chunk) {
+  const int32_t n_tokens = static_cast<int32_t>(chunk.tokens.size());
+  for (int32_t i = 0; i < n_tokens; ++i) {
+    CHORUS_TRY(write_kv(chunk.seq, chunk.seq.n_past + i, chunk.tokens[static_cast<size_t>(i)]));
+  }
   PrefillResult r;
   if (chunk.output == PrefillChunk::Output::SampleLast) {
-    const int32_t last_pos = chunk.seq.n_past + call.n_tokens - 1;
+    const int32_t last_pos = chunk.seq.n_past + n_tokens - 1;
     r.sampled_token = next_token(chunk.tokens.back(), last_pos, kv_digest(chunk.seq, last_pos + 1),
                                  chunk.seq.sampling, chunk.seq.sample_index, opt_.n_vocab);
   }
   if (chunk.logits == LogitsMode::Return) {
-    r.logits.assign(static_cast<size_t>(call.n_tokens) * static_cast<size_t>(opt_.n_vocab), 0.0f);
+    r.logits.assign(static_cast<size_t>(n_tokens) * static_cast<size_t>(opt_.n_vocab), 0.0f);
   }
   return r;
 }

@@ -19,9 +19,10 @@ struct FakeCall {
   enum class Kind { Prefill, Decode };
   Kind kind = Kind::Decode;
   uint64_t index = 0;             // call number since creation
-  std::vector<int64_t> seq_ids;   // [M] for a decode, [1] for a prefill
-  std::vector<int32_t> n_past;    // [M] / [1]
-  int32_t n_tokens = 0;           // prefill chunk length; M for a decode
+  std::vector<int64_t> seq_ids;   // [M] for a decode, [chunks] for a prefill
+  std::vector<int32_t> n_past;    // [M] / [chunks]
+  std::vector<int32_t> chunk_tokens;  // [chunks] of a prefill: each chunk's length
+  int32_t n_tokens = 0;           // prefill: all chunks' tokens; M for a decode
 };
 
 // Thread-safe call log, shared between the backend (engine thread) and a test.
@@ -42,6 +43,7 @@ struct FakeBackendOptions {
   KvLayout kv{16, 1024};
   int32_t max_batch = 32;
   int32_t max_prefill_tokens = 512;
+  int32_t max_prefill_seqs = 1;  // > 1: prefill_batch takes several sequences in one call
   std::chrono::microseconds decode_delay{0};           // per decode call
   std::chrono::microseconds prefill_delay_per_token{0};
   std::shared_ptr<FakeCallLog> log;                    // null: record nothing
@@ -62,7 +64,9 @@ class FakeBackend final : public Backend {
   KvLayout kv_layout() const override { return opt_.kv; }
   int32_t max_batch() const override { return opt_.max_batch; }
   int32_t max_prefill_tokens() const override { return opt_.max_prefill_tokens; }
+  int32_t max_prefill_seqs() const override { return opt_.max_prefill_seqs; }
   Result<PrefillResult> prefill(const PrefillChunk& chunk) override;
+  Result<std::vector<PrefillResult>> prefill_batch(std::span<const PrefillChunk> chunks) override;
   Result<DecodeResult> decode(const DecodeBatch& batch) override;
   BackendMemory memory() const override;
 
@@ -73,6 +77,7 @@ class FakeBackend final : public Backend {
                             int32_t n_vocab);
 
  private:
+  Result<PrefillResult> compute_chunk(const PrefillChunk& chunk);
   Status write_kv(const SeqState& seq, int32_t position, int32_t token);
   uint64_t kv_digest(const SeqState& seq, int32_t n_positions) const;
   Status check_failure(const FakeCall& call) const;

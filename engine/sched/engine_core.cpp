@@ -13,6 +13,11 @@ SchedulerConfig scheduler_config(const Backend& backend, const EngineCoreConfig&
   s.max_batch = std::max(1, backend.max_batch());
   s.prefill_chunk_tokens =
       std::max(1, std::min(config.prefill_chunk_tokens, backend.max_prefill_tokens()));
+  // A backend that takes several sequences' chunks in one call gets as many as fit in its
+  // largest call: the weights are read once for all of them.
+  s.max_prefill_seqs = std::max(1, std::min(backend.max_prefill_seqs(), s.max_batch));
+  s.prefill_step_tokens = s.max_prefill_seqs > 1 ? std::max(s.prefill_chunk_tokens, backend.max_prefill_tokens())
+                                                 : s.prefill_chunk_tokens;
   s.context_tokens = config.context_tokens;
   const int32_t n_ctx_train = backend.config().n_ctx_train;
   if (n_ctx_train > 0) s.context_tokens = std::min(s.context_tokens, n_ctx_train);
@@ -171,7 +176,7 @@ void EngineCore::note_plan_events() {
   }
 }
 
-// Runs the decode batch, then the prompt chunk. The backend's own upload/sample/download
+// Runs the decode batch, then the prompt chunks (one backend call for all of them). The backend's own upload/sample/download
 // figures are kept; everything else of the wall time between the two calls' start and end
 // (its forward pass, the prefill, any overhead) counts as forward.
 void EngineCore::run_backend(StepRecord& rec) {
@@ -187,16 +192,27 @@ void EngineCore::run_backend(StepRecord& rec) {
     }
   }
   int64_t t_end = monotonic_us();
-  if (plan.prefill) {
-    RequestState* r = find(plan.prefill->seq_id);
-    if (r && r->t_scheduled_us < 0) r->t_scheduled_us = t_end;
-    const PrefillChunk chunk = scheduler_.prefill_chunk();
-    prefill_result_ = guarded([&] { return backend_->prefill(chunk); });
+  if (!plan.prefill.empty()) {
+    chunks_.clear();
+    for (size_t i = 0; i < plan.prefill.size(); ++i) {
+      chunks_.push_back(scheduler_.prefill_chunk(i));
+      RequestState* r = find(plan.prefill[i].seq_id);
+      if (r && r->t_scheduled_us < 0) r->t_scheduled_us = t_end;
+    }
+    prefill_result_ = guarded([&] { return backend_->prefill_batch(chunks_); });
     const int64_t t_prefill_end = monotonic_us();
-    if (r) r->t_prefill_compute_us += t_prefill_end - t_end;
-    if (prefill_result_.ok()) {
-      rec.n_prefill_tokens = plan.prefill->n_tokens;
-      if (plan.prefill->samples_first_token) rec.n_generated += 1;
+    // A shared call's time is split between its requests by their tokens: what each
+    // request's prompt cost the device.
+    const int64_t n_total = plan.n_prefill_tokens();
+    for (const PlannedPrefill& p : plan.prefill) {
+      if (RequestState* r = find(p.seq_id)) {
+        r->t_prefill_compute_us += (t_prefill_end - t_end) * p.n_tokens / std::max<int64_t>(1, n_total);
+      }
+    }
+    if (prefill_result_.ok() && prefill_result_->size() == plan.prefill.size()) {
+      rec.n_prefill_tokens = static_cast<int32_t>(n_total);
+      rec.n_prefill_seqs = static_cast<int32_t>(plan.prefill.size());
+      for (const PlannedPrefill& p : plan.prefill) rec.n_generated += p.samples_first_token ? 1 : 0;
     }
     t_end = t_prefill_end;
   }
@@ -235,21 +251,28 @@ void EngineCore::apply_outputs(int64_t now_us) {
       for (const PlannedDecode& d : plan.decode) fail_request(d.seq_id, e);
     }
   }
-  if (plan.prefill) {
-    const int64_t id = plan.prefill->seq_id;
-    if (!prefill_result_.ok()) {
-      fail_request(id, prefill_result_.error());
-      return;
+  if (plan.prefill.empty()) return;
+  if (!prefill_result_.ok() || prefill_result_->size() != plan.prefill.size()) {
+    const Error e = prefill_result_.ok()
+                        ? make_error("backend returned " + std::to_string(prefill_result_->size()) +
+                                     " prefill results for " + std::to_string(plan.prefill.size()) +
+                                     " chunks")
+                        : prefill_result_.error();
+    for (const PlannedPrefill& p : plan.prefill) fail_request(p.seq_id, e);
+    return;
+  }
+  prefill_tokens_.clear();
+  for (const PrefillResult& r : *prefill_result_) prefill_tokens_.push_back(r.sampled_token);
+  scheduler_.apply_prefill(prefill_tokens_);
+  for (size_t i = 0; i < plan.prefill.size(); ++i) {
+    const PlannedPrefill& p = plan.prefill[i];
+    RequestState* r = find(p.seq_id);
+    if (!r || !p.samples_first_token) continue;
+    if (r->t_prefill_compute_us > 0) {
+      r->stats.prefill_tok_per_s =
+          r->stats.n_prompt_tokens * 1e6 / static_cast<double>(r->t_prefill_compute_us);
     }
-    scheduler_.apply_prefill(prefill_result_->sampled_token);
-    RequestState* r = find(id);
-    if (r && plan.prefill->samples_first_token) {
-      if (r->t_prefill_compute_us > 0) {
-        r->stats.prefill_tok_per_s =
-            r->stats.n_prompt_tokens * 1e6 / static_cast<double>(r->t_prefill_compute_us);
-      }
-      on_token(*r, prefill_result_->sampled_token, now_us);
-    }
+    on_token(*r, prefill_tokens_[i], now_us);
   }
 }
 

@@ -67,7 +67,9 @@ class EngineCore {
   // Backend inputs and outputs, reused across steps.
   DecodeBatch batch_;
   Result<DecodeResult> decode_result_{DecodeResult{}};
-  Result<PrefillResult> prefill_result_{PrefillResult{}};
+  std::vector<PrefillChunk> chunks_;
+  Result<std::vector<PrefillResult>> prefill_result_{std::vector<PrefillResult>{}};
+  std::vector<int32_t> prefill_tokens_;  // [chunks]: each chunk's sampled token (-1: none)
 
   BackendMemory memory_;
   int64_t t_memory_polled_us_ = -1;

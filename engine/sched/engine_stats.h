@@ -13,7 +13,8 @@ namespace chorus {
 struct StepRecord {
   int64_t index = 0;
   int32_t n_decode = 0;          // M: sequences that decoded a token
-  int32_t n_prefill_tokens = 0;  // prompt tokens of the chunk (0: none)
+  int32_t n_prefill_tokens = 0;  // prompt tokens of the step's chunks (0: none)
+  int32_t n_prefill_seqs = 0;    // sequences those chunks belong to
   int32_t n_generated = 0;       // tokens produced: M, plus one when the chunk sampled
   int64_t t_start_us = 0;        // monotonic clock
   int64_t t_schedule_us = 0, t_upload_us = 0, t_forward_us = 0, t_sample_us = 0,

@@ -7,7 +7,10 @@ namespace chorus {
 
 Scheduler::Scheduler(const SchedulerConfig& config, const KvLayout& kv)
     : config_(config), kv_(kv), alloc_(kv.n_blocks, kv.block_tokens) {
-  assert(config.max_batch > 0 && config.prefill_chunk_tokens > 0);
+  assert(config.max_batch > 0 && config.prefill_chunk_tokens > 0 && config.max_prefill_seqs > 0);
+  if (config_.prefill_step_tokens < config_.prefill_chunk_tokens) {
+    config_.prefill_step_tokens = config_.prefill_chunk_tokens;
+  }
   const int64_t cache_tokens = static_cast<int64_t>(kv.n_blocks) * kv.block_tokens;
   context_limit_ = static_cast<int32_t>(
       std::min<int64_t>(config.context_tokens, cache_tokens));
@@ -45,7 +48,7 @@ Sequence* Scheduler::find_mut(int64_t id) {
 }
 
 int32_t Scheduler::n_running() const {
-  return static_cast<int32_t>(running_.size()) + (prefilling_ ? 1 : 0);
+  return static_cast<int32_t>(running_.size() + prefilling_.size());
 }
 
 int32_t Scheduler::n_holding_blocks() const { return n_running(); }
@@ -82,14 +85,34 @@ void Scheduler::plan_decodes() {
   }
 }
 
+// The prompts already being chunked continue first, in admission order; then waiting
+// sequences are admitted while their first chunk fits. The first chunk that does not fit
+// ends the planning, so a long prompt is never overtaken for ever by short ones behind it.
 void Scheduler::plan_prefill() {
-  if (!prefilling_ && !admit_next()) return;
-  Sequence* s = prefilling_;
-  const int32_t target = s->prefill_target();
-  const int32_t n = std::min(config_.prefill_chunk_tokens, target - s->n_computed);
+  const std::vector<Sequence*> continuing = prefilling_;
+  for (Sequence* s : continuing) {
+    if (!plan_chunk(s)) return;
+  }
+  while (!waiting_.empty() && static_cast<int32_t>(plan_.prefill.size()) < config_.max_prefill_seqs) {
+    const int32_t first = next_chunk_tokens(*waiting_.front());
+    if (plan_.n_prefill_tokens() + first > config_.prefill_step_tokens) return;
+    if (!admit_next()) return;
+    if (!plan_chunk(prefilling_.back())) return;
+  }
+}
+
+int32_t Scheduler::next_chunk_tokens(const Sequence& s) const {
+  return std::min(config_.prefill_chunk_tokens, s.prefill_target() - s.n_computed);
+}
+
+bool Scheduler::plan_chunk(Sequence* s) {
+  if (static_cast<int32_t>(plan_.prefill.size()) >= config_.max_prefill_seqs) return false;
+  const int32_t n = next_chunk_tokens(*s);
   assert(n > 0);
-  const bool last = s->n_computed + n == target;
-  plan_.prefill = PlannedPrefill{s->id, s->n_computed, n, last && s->prefill_samples()};
+  if (plan_.n_prefill_tokens() + n > config_.prefill_step_tokens) return false;
+  const bool last = s->n_computed + n == s->prefill_target();
+  plan_.prefill.push_back(PlannedPrefill{s->id, s->n_computed, n, last && s->prefill_samples()});
+  return true;
 }
 
 // Admits the best waiting sequence when its whole (re)prefill plus one decode slot fits,
@@ -111,23 +134,28 @@ bool Scheduler::admit_next() {
   (void)grown;
   waiting_.erase(waiting_.begin());
   s->phase = SeqPhase::Prefilling;
-  prefilling_ = s;
+  prefilling_.push_back(s);
   return true;
 }
 
-// The lowest-ranked sequence among running_[first_running..] and the prefilling one.
+// The lowest-ranked sequence among running_[first_running..] and the prefilling ones.
 Sequence* Scheduler::lowest_victim(size_t first_running, const Sequence* exclude) const {
   Sequence* best = nullptr;
   if (first_running < running_.size() && running_.back() != exclude) best = running_.back();
-  if (prefilling_ && prefilling_ != exclude && (!best || best->outranks(*prefilling_))) {
-    best = prefilling_;
+  for (Sequence* p : prefilling_) {
+    if (p != exclude && (!best || best->outranks(*p))) best = p;
   }
   return best;
 }
 
 void Scheduler::preempt(Sequence* s) {
-  if (s == prefilling_) {
-    prefilling_ = nullptr;
+  if (s->phase == SeqPhase::Prefilling) {
+    prefilling_.erase(std::find(prefilling_.begin(), prefilling_.end(), s));
+    // Admission may displace a sequence whose chunk is already planned this step.
+    auto& p = plan_.prefill;
+    p.erase(std::remove_if(p.begin(), p.end(),
+                           [&](const PlannedPrefill& c) { return c.seq_id == s->id; }),
+            p.end());
   } else {
     auto it = std::find(running_.begin(), running_.end(), s);
     assert(it != running_.end());
@@ -151,14 +179,12 @@ void Scheduler::force_finish(Sequence* s, FinishReason reason) {
 }
 
 void Scheduler::erase(Sequence* s) {
-  if (s == prefilling_) {
-    prefilling_ = nullptr;
-  } else {
-    auto& list = s->phase == SeqPhase::Waiting ? waiting_ : running_;
-    auto it = std::find(list.begin(), list.end(), s);
-    assert(it != list.end());
-    list.erase(it);
-  }
+  auto& list = s->phase == SeqPhase::Waiting      ? waiting_
+               : s->phase == SeqPhase::Prefilling ? prefilling_
+                                                  : running_;
+  auto it = std::find(list.begin(), list.end(), s);
+  assert(it != list.end());
+  list.erase(it);
   alloc_.release(s->block_table);
   seqs_.erase(s->id);
 }
@@ -190,9 +216,9 @@ void Scheduler::fill_decode_batch(DecodeBatch& batch) const {
   }
 }
 
-PrefillChunk Scheduler::prefill_chunk() const {
-  assert(plan_.prefill);
-  const PlannedPrefill& p = *plan_.prefill;
+PrefillChunk Scheduler::prefill_chunk(size_t i) const {
+  assert(i < plan_.prefill.size());
+  const PlannedPrefill& p = plan_.prefill[i];
   const Sequence* s = find(p.seq_id);
   assert(s);
   PrefillChunk c;
@@ -223,19 +249,21 @@ void Scheduler::apply_decode(std::span<const int32_t> decode_tokens) {
   }
 }
 
-void Scheduler::apply_prefill(int32_t sampled_token) {
-  assert(plan_.prefill);
-  const PlannedPrefill& p = *plan_.prefill;
-  Sequence* s = find_mut(p.seq_id);
-  if (!s || s != prefilling_) return;
-  s->n_computed += p.n_tokens;
-  if (s->n_computed < s->prefill_target()) return;
-  prefilling_ = nullptr;
-  s->phase = SeqPhase::Running;
-  if (p.samples_first_token) s->tokens.push_back(sampled_token);
-  auto it = std::upper_bound(running_.begin(), running_.end(), s,
-                             [](const Sequence* a, const Sequence* b) { return a->outranks(*b); });
-  running_.insert(it, s);
+void Scheduler::apply_prefill(std::span<const int32_t> sampled_tokens) {
+  assert(sampled_tokens.size() == plan_.prefill.size());
+  for (size_t i = 0; i < plan_.prefill.size(); ++i) {
+    const PlannedPrefill& p = plan_.prefill[i];
+    Sequence* s = find_mut(p.seq_id);
+    if (!s || s->phase != SeqPhase::Prefilling) continue;  // removed after the step ran
+    s->n_computed += p.n_tokens;
+    if (s->n_computed < s->prefill_target()) continue;
+    prefilling_.erase(std::find(prefilling_.begin(), prefilling_.end(), s));
+    s->phase = SeqPhase::Running;
+    if (p.samples_first_token) s->tokens.push_back(sampled_tokens[i]);
+    auto it = std::upper_bound(running_.begin(), running_.end(), s,
+                               [](const Sequence* a, const Sequence* b) { return a->outranks(*b); });
+    running_.insert(it, s);
+  }
 }
 
 }  // namespace chorus

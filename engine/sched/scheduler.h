@@ -1,8 +1,9 @@
 #pragma once
 // Continuous-batching scheduler, vLLM-shaped. Each step, schedule() picks the running
 // sequences that decode (growing their block tables, preempting the lowest-ranked ones when
-// the cache is full) and at most one prompt chunk, so a long prompt is spread over several
-// steps while running conversations keep streaming. The engine executes the plan and hands
+// the cache is full) and prompt chunks within a token budget, so a long prompt is spread
+// over several steps while running conversations keep streaming, and several short prompts
+// arriving together share one pass over the weights. The engine executes the plan and hands
 // the sampled tokens back through apply_decode()/apply_prefill(). Not thread-safe: it lives
 // on the engine thread.
 #include <cstdint>
@@ -20,8 +21,14 @@ namespace chorus {
 
 struct SchedulerConfig {
   int32_t max_batch = 32;              // most sequences holding blocks or decoding at once
-  int32_t prefill_chunk_tokens = 256;  // longest prompt chunk of one step
+  int32_t prefill_chunk_tokens = 256;  // longest prompt chunk of one sequence in one step
   int32_t context_tokens = 4096;       // per-sequence limit: prompt + generated tokens
+  // Chunks of up to `max_prefill_seqs` sequences share a step while their tokens fit in
+  // `prefill_step_tokens` (0: prefill_chunk_tokens). A sequence's prompt is cut into chunks
+  // by prefill_chunk_tokens and its own length only, never by what budget is left, so its
+  // chunks (and what they compute) are the same whether it runs alone or with others.
+  int32_t prefill_step_tokens = 0;
+  int32_t max_prefill_seqs = 1;
 };
 
 struct NewSequence {
@@ -47,12 +54,12 @@ class Scheduler {
   // The backend inputs of the current plan; spans point into the scheduler's sequences and
   // stay valid until the next schedule()/apply/remove call.
   void fill_decode_batch(DecodeBatch& batch) const;
-  PrefillChunk prefill_chunk() const;
+  PrefillChunk prefill_chunk(size_t i) const;  // of plan().prefill[i]
 
   // decode_tokens[i] is the token sampled for plan().decode[i].
   void apply_decode(std::span<const int32_t> decode_tokens);
-  // `sampled_token` is used when the chunk samples the first token.
-  void apply_prefill(int32_t sampled_token);
+  // sampled_tokens[i] belongs to plan().prefill[i]; used where that chunk samples the first token.
+  void apply_prefill(std::span<const int32_t> sampled_tokens);
 
   const StepPlan& plan() const { return plan_; }
   const Sequence* find(int64_t id) const;
@@ -66,6 +73,8 @@ class Scheduler {
   void plan_decodes();
   void plan_prefill();
   bool admit_next();
+  bool plan_chunk(Sequence* s);  // false when its next chunk does not fit the step's budget
+  int32_t next_chunk_tokens(const Sequence& s) const;
   Sequence* lowest_victim(size_t first_running, const Sequence* exclude) const;
   void preempt(Sequence* s);
   void force_finish(Sequence* s, FinishReason reason);
@@ -82,7 +91,7 @@ class Scheduler {
   std::unordered_map<int64_t, std::unique_ptr<Sequence>> seqs_;
   std::vector<Sequence*> running_;   // ranked, best first
   std::vector<Sequence*> waiting_;   // ranked, best first
-  Sequence* prefilling_ = nullptr;   // the one sequence whose prompt is being chunked
+  std::vector<Sequence*> prefilling_;  // prompts being chunked, in admission order
   StepPlan plan_;
 };
 

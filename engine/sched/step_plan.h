@@ -2,7 +2,6 @@
 // What one engine step does, as plain data: schedule() produces it, the engine executes it
 // on the backend, update() applies the outputs. Tests read it to check the policy.
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "engine/sched/engine_api.h"
@@ -30,14 +29,21 @@ struct PlannedFinish {
 
 struct StepPlan {
   std::vector<PlannedDecode> decode;       // [M] sequences decoding one token each
-  std::optional<PlannedPrefill> prefill;   // at most one prompt chunk per step
+  // Prompt chunks of different sequences, computed in one backend call; at most one chunk
+  // per sequence, within the scheduler's step budget.
+  std::vector<PlannedPrefill> prefill;
   std::vector<int64_t> preempted;          // lost their blocks this step; recomputed later
   std::vector<PlannedFinish> finished;
 
-  bool has_backend_work() const { return !decode.empty() || prefill.has_value(); }
+  bool has_backend_work() const { return !decode.empty() || !prefill.empty(); }
+  int32_t n_prefill_tokens() const {
+    int32_t n = 0;
+    for (const PlannedPrefill& p : prefill) n += p.n_tokens;
+    return n;
+  }
   void clear() {
     decode.clear();
-    prefill.reset();
+    prefill.clear();
     preempted.clear();
     finished.clear();
   }
