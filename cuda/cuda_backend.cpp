@@ -102,7 +102,7 @@ void CudaBackend::init(const std::string& model_path, const CudaBackendOptions& 
   kv_tokens = std::clamp<int64_t>(kv_tokens, min_kv_tokens, std::max<int64_t>(min_kv_tokens, kv_room / kv_token_b));
 
   stream_ = std::make_unique<Stream>();
-  gemm_ = std::make_unique<GemmLt>();
+  gemm_ = std::make_unique<GemmLt>(max_prefill_);
   weights_ = upload_model(c, model_->weights);
   allocate_buffers(kv_tokens);
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -49,7 +50,12 @@ class CudaBackend final : public Backend {
   KvLayout kv_layout() const override { return kv_layout_; }
   int32_t max_batch() const override { return max_batch_; }
   int32_t max_prefill_tokens() const override { return max_prefill_; }
+  int32_t max_prefill_seqs() const override { return max_batch_; }
   Result<PrefillResult> prefill(const PrefillChunk& chunk) override;
+  // Chunks of more than kGemvMaxSeqs tokens share one pass through the layers (one
+  // dequantization and one GEMM per matrix for all their rows); shorter ones share GEMV passes
+  // of up to kGemvMaxSeqs rows. A chunk takes the same route and gets the same bits as alone.
+  Result<std::vector<PrefillResult>> prefill_batch(std::span<const PrefillChunk> chunks) override;
   Result<DecodeResult> decode(const DecodeBatch& batch) override;
   BackendMemory memory() const override;
   BackendCounters counters() const override { return counters_; }
@@ -85,15 +91,29 @@ class CudaBackend final : public Backend {
   GemvInput half_input(const __half* x) const;
   GemvOutput residual_output() const;
 
+  // The rows of one prefill pass: consecutive chunks of different sequences.
+  struct PackedChunk {
+    int32_t row0 = 0, n_rows = 0;  // rows [row0, row0 + n_rows) of the step's buffers
+    int32_t first_pos = 0;         // position of row0 in its sequence
+  };
+  enum class RowKind { Decode, Prompt };
+
   void enqueue_embed(int32_t n_rows);
   // Rows <= kGemvMaxSeqs: the batched GEMV route with fused norms, residuals and SwiGLU.
-  // prefill_first_pos >= 0: the rows are one sequence's prompt from that position on
-  // (attention through qkv_rope + the per-row kernel); otherwise one decode token per row
-  // (fused decode attention).
-  void enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, int32_t prefill_first_pos);
-  void enqueue_attention_gemv(int32_t il, int32_t n_rows, int32_t grid_chunks, int32_t prefill_first_pos);
-  // Longer prompt chunks: f16 dequantization + cuBLASLt GEMM per matrix, separate kernels.
-  void enqueue_layers_gemm(int32_t n_rows, int32_t prefill_first_pos);
+  // Decode: one new token per row (fused decode attention). Prompt: prompt rows at any
+  // positions of any sequences (attention through qkv_rope + the per-row kernel).
+  void enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, RowKind kind);
+  void enqueue_attention_gemv(int32_t il, int32_t n_rows, int32_t grid_chunks, RowKind kind);
+  // Longer prompt chunks: f16 dequantization + cuBLASLt GEMM per matrix for all rows,
+  // separate row kernels, and the tiled prefill attention per chunk.
+  void enqueue_layers_gemm(int32_t n_rows, std::span<const PackedChunk> chunks);
+  void enqueue_attention_prompt(int32_t il, const PackedChunk& chunk);
+  // One pass of prefill_batch: uploads the chunks' rows, runs the layers, returns logits and
+  // samples. Synchronizes before returning (the pinned inputs are reused by the next pass).
+  void run_prefill_pass(std::span<const PrefillChunk* const> chunks, std::span<PrefillResult* const> out);
+  // Copies the residual rows (and their sums of squares) `rows[i]` to row i, i ascending,
+  // rows[i] >= i: the last rows of the chunks that sample, gathered for one LM head launch.
+  void gather_rows(std::span<const int32_t> rows);
   void enqueue_matmul_gemm(const DeviceMatrix* const* mats, int n_mats, const __half* x, int32_t n_rows,
                            int32_t out_stride);
   AttentionParams attention_params(int32_t il, int32_t n_rows, int32_t grid_chunks) const;

@@ -210,10 +210,10 @@ QkvRopeParams CudaBackend::qkv_rope_params(const AttentionParams& ap, const Devi
 }
 
 // QKV rotation, cache write and attention from the q|k|v rows in mm_out_ into h_.
-void CudaBackend::enqueue_attention_gemv(int32_t il, int32_t n_rows, int32_t grid_chunks, int32_t prefill_first_pos) {
+void CudaBackend::enqueue_attention_gemv(int32_t il, int32_t n_rows, int32_t grid_chunks, RowKind kind) {
   const ModelConfig& c = model_->config;
   const AttentionParams ap = attention_params(il, n_rows, grid_chunks);
-  if (prefill_first_pos < 0) {
+  if (kind == RowKind::Decode) {
     DecodeAttentionParams d;
     d.attn = ap;
     d.qkv = mm_out_.get();
@@ -229,7 +229,7 @@ void CudaBackend::enqueue_attention_gemv(int32_t il, int32_t n_rows, int32_t gri
   launch_attention(ap, stream_->get());
 }
 
-void CudaBackend::enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, int32_t prefill_first_pos) {
+void CudaBackend::enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, RowKind kind) {
   const ModelConfig& c = model_->config;
   const int32_t n_qkv = c.q_dim() + 2 * c.kv_dim();
   for (int32_t il = 0; il < c.n_layers; ++il) {
@@ -243,7 +243,7 @@ void CudaBackend::enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, int32
     qkv.split = split_qkv_;
     qkv.part_stride = n_qkv;
     enqueue_gemv(qkv, n_rows);
-    enqueue_attention_gemv(il, n_rows, grid_chunks, prefill_first_pos);
+    enqueue_attention_gemv(il, n_rows, grid_chunks, kind);
 
     enqueue_residual_gemv(L.wo, h_.get(), split_o_, n_rows);
 
@@ -311,7 +311,30 @@ void CudaBackend::enqueue_matmul_gemm(const DeviceMatrix* const* mats, int n_mat
   }
 }
 
-void CudaBackend::enqueue_layers_gemm(int32_t n_rows, int32_t prefill_first_pos) {
+// Attention of one prompt chunk's rows (their K/V already in the cache): the tiled prefill
+// kernel, or the per-row kernel in slices where the head shape has no tiled kernel.
+void CudaBackend::enqueue_attention_prompt(int32_t il, const PackedChunk& ch) {
+  const ModelConfig& c = model_->config;
+  cudaStream_t s = stream_->get();
+  const auto slice = [&](int32_t r0, int32_t n_rows, int32_t grid_chunks) {
+    AttentionParams p = attention_params(il, n_rows, grid_chunks);
+    p.q += static_cast<int64_t>(r0) * c.q_dim();
+    p.block_tables += static_cast<int64_t>(r0) * max_blocks_;
+    p.seq_lens += r0;
+    p.out += static_cast<int64_t>(r0) * h_stride_;
+    return p;
+  };
+  if (attention_prefill_supported(c.head_dim)) {
+    launch_attention_prefill(slice(ch.row0, ch.n_rows, 0), ch.first_pos, s);
+    return;
+  }
+  const int32_t grid_chunks = (ch.first_pos + ch.n_rows + kAttnChunkTokens - 1) / kAttnChunkTokens;
+  for (int32_t r0 = 0; r0 < ch.n_rows; r0 += kAttnMaxRowsPerLaunch) {
+    launch_attention(slice(ch.row0 + r0, std::min(kAttnMaxRowsPerLaunch, ch.n_rows - r0), grid_chunks), s);
+  }
+}
+
+void CudaBackend::enqueue_layers_gemm(int32_t n_rows, std::span<const PackedChunk> chunks) {
   const ModelConfig& c = model_->config;
   cudaStream_t s = stream_->get();
   ResidualNormParams rn;
@@ -328,23 +351,11 @@ void CudaBackend::enqueue_layers_gemm(int32_t n_rows, int32_t prefill_first_pos)
   const Partials mm{mm_out_.get(), 1, 0, mm_stride_, 0};
   for (int32_t il = 0; il < c.n_layers; ++il) {
     const DeviceLayer& L = weights_.layers[static_cast<size_t>(il)];
-    const AttentionParams ap = attention_params(il, n_rows, 0);
+    const AttentionParams ap = attention_params(il, n_rows, 0);  // all rows: for qkv_rope
     const DeviceMatrix* qkv[3] = {&L.wq, &L.wk, &L.wv};
     enqueue_matmul_gemm(qkv, 3, h_.get(), n_rows, mm_stride_);
     launch_qkv_rope(qkv_rope_params(ap, &L), s);
-    if (attention_prefill_supported(c.head_dim)) {
-      launch_attention_prefill(ap, prefill_first_pos, s);
-    } else {
-      for (int32_t r0 = 0; r0 < n_rows; r0 += kAttnMaxRowsPerLaunch) {
-        AttentionParams slice = attention_params(il, std::min(kAttnMaxRowsPerLaunch, n_rows - r0),
-                                                 (prefill_first_pos + n_rows + kAttnChunkTokens - 1) / kAttnChunkTokens);
-        slice.q = ap.q + static_cast<int64_t>(r0) * c.q_dim();
-        slice.block_tables = ap.block_tables + static_cast<int64_t>(r0) * max_blocks_;
-        slice.seq_lens = ap.seq_lens + r0;
-        slice.out = ap.out + static_cast<int64_t>(r0) * h_stride_;
-        launch_attention(slice, s);
-      }
-    }
+    for (const PackedChunk& ch : chunks) enqueue_attention_prompt(il, ch);
 
     const DeviceMatrix* wo[1] = {&L.wo};
     enqueue_matmul_gemm(wo, 1, h_.get(), n_rows, mm_stride_);

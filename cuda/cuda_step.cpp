@@ -28,7 +28,7 @@ int32_t chunk_bucket(int32_t needed, int32_t max_chunks) {
 
 void CudaBackend::enqueue_decode(int32_t n_rows, int32_t grid_chunks) {
   enqueue_embed(n_rows);
-  enqueue_layers_gemv(n_rows, grid_chunks, -1);
+  enqueue_layers_gemv(n_rows, grid_chunks, RowKind::Decode);
   enqueue_lm_head(0, n_rows);
   enqueue_sample(n_rows);
 }
@@ -174,51 +174,131 @@ Result<DecodeResult> CudaBackend::decode(const DecodeBatch& batch) {
 }
 
 Result<PrefillResult> CudaBackend::prefill(const PrefillChunk& chunk) {
-  const int32_t n = static_cast<int32_t>(chunk.tokens.size());
-  if (n < 1 || n > max_prefill_) {
-    return make_error("prefill: chunk of " + std::to_string(n) + " tokens; this backend takes 1.." +
+  auto r = prefill_batch(std::span<const PrefillChunk>(&chunk, 1));
+  if (!r.ok()) return r.error();
+  return std::move(r->front());
+}
+
+// Chunks go to passes by their own length only (so a chunk's route, and its bits, never
+// depend on what it is packed with): all the long ones in one GEMM pass, the short ones in
+// GEMV passes of up to kGemvMaxSeqs rows, in the order given.
+Result<std::vector<PrefillResult>> CudaBackend::prefill_batch(std::span<const PrefillChunk> chunks) {
+  const int32_t n_chunks = static_cast<int32_t>(chunks.size());
+  if (n_chunks < 1 || n_chunks > max_batch_) {
+    return make_error("prefill: " + std::to_string(n_chunks) + " chunks; this backend takes 1.." +
+                      std::to_string(max_batch_) + " in one call");
+  }
+  int64_t n_total = 0;
+  for (const PrefillChunk& c : chunks) {
+    const int32_t n = static_cast<int32_t>(c.tokens.size());
+    if (n < 1 || n > max_prefill_) {
+      return make_error("prefill: chunk of " + std::to_string(n) + " tokens for sequence " +
+                        std::to_string(c.seq.seq_id) + "; this backend takes 1.." + std::to_string(max_prefill_));
+    }
+    CHORUS_TRY(check_seq(c.seq, n));
+    n_total += n;
+  }
+  if (n_total > max_prefill_) {
+    return make_error("prefill: " + std::to_string(n_total) + " tokens in one call; this backend takes at most " +
                       std::to_string(max_prefill_));
   }
-  CHORUS_TRY(check_seq(chunk.seq, n));
-  PrefillResult r;
+  std::vector<PrefillResult> results(chunks.size());
+  std::vector<const PrefillChunk*> long_chunks, pass;
+  std::vector<PrefillResult*> long_out, pass_out;
   try {
-    for (int32_t i = 0; i < n; ++i) {
-      fill_row(inputs_host_.get(), inputs_, i, chunk.tokens[static_cast<size_t>(i)], chunk.seq.n_past + i,
-               chunk.seq.block_table);
-    }
-    fill_sampling(0, chunk.seq);
-    cudaStream_t s = stream_->get();
-    const size_t bytes = inputs_.tables + sizeof(int32_t) * static_cast<size_t>(n) * max_blocks_;
-    CHORUS_CUDA_CHECK(cudaMemcpyAsync(inputs_dev_.get(), inputs_host_.get(), bytes, cudaMemcpyHostToDevice, s));
-    enqueue_embed(n);
-    if (n <= kGemvMaxSeqs) {
-      enqueue_layers_gemv(n, chunks_for(chunk.seq.n_past + n), chunk.seq.n_past);
-    } else {
-      enqueue_layers_gemm(n, chunk.seq.n_past);
-    }
-    const int32_t n_vocab = model_->config.n_vocab;
-    if (chunk.logits == LogitsMode::Return) {
-      r.logits.resize(static_cast<size_t>(n) * n_vocab);
-      for (int32_t r0 = 0; r0 < n; r0 += max_batch_) {
-        const int32_t rows = std::min(max_batch_, n - r0);
-        enqueue_lm_head(r0, rows);
-        CHORUS_CUDA_CHECK(cudaMemcpyAsync(r.logits.data() + static_cast<size_t>(r0) * n_vocab, logits_.get(),
-                                          sizeof(float) * rows * n_vocab, cudaMemcpyDeviceToHost, s));
-        CHORUS_CUDA_CHECK(cudaStreamSynchronize(s));
+    int32_t pass_rows = 0;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      const int32_t n = static_cast<int32_t>(chunks[i].tokens.size());
+      if (n > kGemvMaxSeqs) {
+        long_chunks.push_back(&chunks[i]);
+        long_out.push_back(&results[i]);
+        continue;
       }
+      if (pass_rows + n > kGemvMaxSeqs) {
+        run_prefill_pass(pass, pass_out);
+        pass.clear();
+        pass_out.clear();
+        pass_rows = 0;
+      }
+      pass.push_back(&chunks[i]);
+      pass_out.push_back(&results[i]);
+      pass_rows += n;
     }
-    if (chunk.output == PrefillChunk::Output::SampleLast) {
-      enqueue_lm_head(n - 1, 1);
-      enqueue_sample(1);
-      CHORUS_CUDA_CHECK(cudaMemcpyAsync(out_tokens_host_.get(), out_tokens_dev_.get(), sizeof(int32_t),
-                                        cudaMemcpyDeviceToHost, s));
-    }
-    CHORUS_CUDA_CHECK(cudaStreamSynchronize(s));
-    if (chunk.output == PrefillChunk::Output::SampleLast) r.sampled_token = out_tokens_host_[0];
+    if (!pass.empty()) run_prefill_pass(pass, pass_out);
+    if (!long_chunks.empty()) run_prefill_pass(long_chunks, long_out);
   } catch (const CudaError& e) {
     return make_error(std::string("CUDA prefill: ") + e.what());
   }
-  return r;
+  return results;
+}
+
+void CudaBackend::run_prefill_pass(std::span<const PrefillChunk* const> chunks, std::span<PrefillResult* const> out) {
+  std::vector<PackedChunk> packed;
+  std::vector<int32_t> sample_rows;  // the last row of each chunk that samples, in order
+  int32_t n = 0, grid_chunks = 1;
+  for (const PrefillChunk* c : chunks) {
+    const int32_t len = static_cast<int32_t>(c->tokens.size());
+    packed.push_back({n, len, c->seq.n_past});
+    for (int32_t i = 0; i < len; ++i) {
+      fill_row(inputs_host_.get(), inputs_, n + i, c->tokens[static_cast<size_t>(i)], c->seq.n_past + i,
+               c->seq.block_table);
+    }
+    if (c->output == PrefillChunk::Output::SampleLast) {
+      fill_sampling(static_cast<int32_t>(sample_rows.size()), c->seq);
+      sample_rows.push_back(n + len - 1);
+    }
+    grid_chunks = std::max(grid_chunks, chunks_for(c->seq.n_past + len));
+    n += len;
+  }
+  cudaStream_t s = stream_->get();
+  const size_t bytes = inputs_.tables + sizeof(int32_t) * static_cast<size_t>(n) * max_blocks_;
+  CHORUS_CUDA_CHECK(cudaMemcpyAsync(inputs_dev_.get(), inputs_host_.get(), bytes, cudaMemcpyHostToDevice, s));
+  enqueue_embed(n);
+  if (n <= kGemvMaxSeqs) {
+    enqueue_layers_gemv(n, grid_chunks, RowKind::Prompt);
+  } else {
+    enqueue_layers_gemm(n, packed);
+  }
+  const int32_t n_vocab = model_->config.n_vocab;
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    if (chunks[k]->logits != LogitsMode::Return) continue;
+    std::vector<float>& logits = out[k]->logits;
+    logits.resize(static_cast<size_t>(packed[k].n_rows) * n_vocab);
+    for (int32_t r0 = 0; r0 < packed[k].n_rows; r0 += max_batch_) {
+      const int32_t rows = std::min(max_batch_, packed[k].n_rows - r0);
+      enqueue_lm_head(packed[k].row0 + r0, rows);
+      CHORUS_CUDA_CHECK(cudaMemcpyAsync(logits.data() + static_cast<size_t>(r0) * n_vocab, logits_.get(),
+                                        sizeof(float) * rows * n_vocab, cudaMemcpyDeviceToHost, s));
+      CHORUS_CUDA_CHECK(cudaStreamSynchronize(s));
+    }
+  }
+  const int32_t n_sample = static_cast<int32_t>(sample_rows.size());
+  if (n_sample > 0) {
+    gather_rows(sample_rows);
+    enqueue_lm_head(0, n_sample);
+    enqueue_sample(n_sample);
+    CHORUS_CUDA_CHECK(cudaMemcpyAsync(out_tokens_host_.get(), out_tokens_dev_.get(), sizeof(int32_t) * n_sample,
+                                      cudaMemcpyDeviceToHost, s));
+  }
+  CHORUS_CUDA_CHECK(cudaStreamSynchronize(s));
+  for (size_t k = 0, j = 0; k < chunks.size(); ++k) {
+    if (chunks[k]->output == PrefillChunk::Output::SampleLast) out[k]->sampled_token = out_tokens_host_[j++];
+  }
+}
+
+void CudaBackend::gather_rows(std::span<const int32_t> rows) {
+  const int32_t n_embd = model_->config.n_embd;
+  cudaStream_t s = stream_->get();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int32_t from = rows[i], to = static_cast<int32_t>(i);
+    if (from == to) continue;
+    CHORUS_CUDA_CHECK(cudaMemcpyAsync(x_.get() + static_cast<int64_t>(to) * n_embd,
+                                      x_.get() + static_cast<int64_t>(from) * n_embd, sizeof(float) * n_embd,
+                                      cudaMemcpyDeviceToDevice, s));
+    CHORUS_CUDA_CHECK(cudaMemcpyAsync(ss_.get() + static_cast<int64_t>(to) * ss_stride_,
+                                      ss_.get() + static_cast<int64_t>(from) * ss_stride_,
+                                      sizeof(float) * ss_stride_, cudaMemcpyDeviceToDevice, s));
+  }
 }
 
 }  // namespace chorus::cuda

@@ -1,50 +1,141 @@
 #include "cuda/gemm_lt.h"
 
+#include <algorithm>
+#include <array>
+
 namespace chorus::cuda {
 namespace {
 constexpr size_t kWorkspaceBytes = 32u << 20;
+constexpr int kCandidates = 16;  // heuristic results examined per weight shape
+
+uint32_t algo_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
+  uint32_t v = 0;
+  size_t written = 0;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written) != CUBLAS_STATUS_SUCCESS) return 0;
+  return v;
 }
 
-GemmLt::GemmLt() : workspace_(kWorkspaceBytes) { CHORUS_CUBLAS_CHECK(cublasLtCreate(&handle_)); }
+// Split-K (and its reduction pass) sums an element's K range in pieces whose number the
+// library may pick per grid; without it the K loop is the same for every row count.
+bool row_invariant(const cublasLtMatmulAlgo_t& algo) {
+  return algo_attr(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM) <= 1 &&
+         algo_attr(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME) == CUBLASLT_REDUCTION_SCHEME_NONE;
+}
+}  // namespace
+
+GemmLt::GemmLt(int64_t reference_tokens)
+    : reference_tokens_(std::max<int64_t>(1, reference_tokens)), workspace_(kWorkspaceBytes) {
+  CHORUS_CUBLAS_CHECK(cublasLtCreate(&handle_));
+}
 
 GemmLt::~GemmLt() {
-  for (auto& [key, p] : plans_) {
-    cublasLtMatrixLayoutDestroy(p.a);
-    cublasLtMatrixLayoutDestroy(p.b);
-    cublasLtMatrixLayoutDestroy(p.c);
-    cublasLtMatmulDescDestroy(p.op);
-  }
+  for (auto& [key, p] : plans_) destroy(p);
   if (handle_) cublasLtDestroy(handle_);
+}
+
+void GemmLt::destroy(Plan& p) {
+  if (p.a) cublasLtMatrixLayoutDestroy(p.a);
+  if (p.b) cublasLtMatrixLayoutDestroy(p.b);
+  if (p.c) cublasLtMatrixLayoutDestroy(p.c);
+  if (p.op) cublasLtMatmulDescDestroy(p.op);
+  p = Plan{};
 }
 
 // Column-major view: C (N x T, ld out_stride) = op(A) B with A = W as K x N (ld K), transposed,
 // and B = x as K x T (ld x_stride).
+GemmLt::Plan GemmLt::make_plan(const GemmShape& s) {
+  Plan p;
+  try {
+    CHORUS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
+    CHORUS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof(trans_a)));
+    CHORUS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof(trans_b)));
+    CHORUS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16F, s.k, s.n_rows_w, s.k));
+    CHORUS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16F, s.k, s.n_tokens, s.x_stride));
+    CHORUS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, s.n_rows_w, s.n_tokens, s.out_stride));
+  } catch (...) {
+    destroy(p);
+    throw;
+  }
+  return p;
+}
+
+bool GemmLt::algo_fits(const Plan& p, const cublasLtMatmulAlgo_t& algo) {
+  cublasLtMatmulHeuristicResult_t r{};
+  return cublasLtMatmulAlgoCheck(handle_, p.op, p.a, p.b, p.c, p.c, &algo, &r) == CUBLAS_STATUS_SUCCESS &&
+         r.workspaceSize <= kWorkspaceBytes;
+}
+
+// The weight shape's algorithm: the best-ranked heuristic result at the reference row count
+// that has no split-K and takes the row counts of the GEMM route (probed).
+const cublasLtMatmulAlgo_t& GemmLt::algo_for(const GemmShape& s) {
+  auto it = algos_.find(s.weight_key());
+  if (it != algos_.end()) return it->second;
+  GemmShape ref = s;
+  ref.n_tokens = reference_tokens_;
+  Plan ref_plan = make_plan(ref);
+  std::array<Plan, 3> probes{};
+  // The GEMM route takes chunks of more than 32 rows: odd counts across that range.
+  const std::array<int64_t, 3> probe_tokens = {std::min<int64_t>(33, reference_tokens_),
+                                               std::min<int64_t>(127, reference_tokens_),
+                                               std::max<int64_t>(1, reference_tokens_ - 1)};
+  cublasLtMatmulPreference_t pref = nullptr;
+  std::array<cublasLtMatmulHeuristicResult_t, kCandidates> results{};
+  int n_results = 0;
+  cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+  try {
+    for (size_t i = 0; i < probes.size(); ++i) {
+      GemmShape ps = s;
+      ps.n_tokens = probe_tokens[i];
+      probes[i] = make_plan(ps);
+    }
+    CHORUS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    const size_t ws = kWorkspaceBytes;
+    CHORUS_CUBLAS_CHECK(
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    st = cublasLtMatmulAlgoGetHeuristic(handle_, ref_plan.op, ref_plan.a, ref_plan.b, ref_plan.c, ref_plan.c, pref,
+                                        kCandidates, results.data(), &n_results);
+  } catch (...) {
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    destroy(ref_plan);
+    for (Plan& p : probes) destroy(p);
+    throw;
+  }
+  cublasLtMatmulPreferenceDestroy(pref);
+  int chosen = -1;
+  for (int i = 0; st == CUBLAS_STATUS_SUCCESS && i < n_results && chosen < 0; ++i) {
+    const cublasLtMatmulAlgo_t& a = results[static_cast<size_t>(i)].algo;
+    if (!row_invariant(a)) continue;
+    bool fits = true;
+    for (const Plan& p : probes) fits = fits && algo_fits(p, a);
+    if (fits) chosen = i;
+  }
+  destroy(ref_plan);
+  for (Plan& p : probes) destroy(p);
+  if (chosen < 0) {
+    throw CudaError("cuBLASLt offered no split-K-free algorithm for a " + std::to_string(reference_tokens_) + "x" +
+                    std::to_string(s.n_rows_w) + "x" + std::to_string(s.k) +
+                    " f16 GEMM that also takes fewer rows, on " + describe_device() + " (" +
+                    std::to_string(n_results) + " candidates)");
+  }
+  return algos_.emplace(s.weight_key(), results[static_cast<size_t>(chosen)].algo).first->second;
+}
+
 GemmLt::Plan& GemmLt::plan_for(const GemmShape& s) {
   auto it = plans_.find(s.key());
   if (it != plans_.end()) return it->second;
-  Plan p;
-  CHORUS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
-  CHORUS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof(trans_a)));
-  CHORUS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof(trans_b)));
-  CHORUS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16F, s.k, s.n_rows_w, s.k));
-  CHORUS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16F, s.k, s.n_tokens, s.x_stride));
-  CHORUS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, s.n_rows_w, s.n_tokens, s.out_stride));
-  cublasLtMatmulPreference_t pref = nullptr;
-  CHORUS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  const size_t ws = kWorkspaceBytes;
-  CHORUS_CUBLAS_CHECK(
-      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
-  cublasLtMatmulHeuristicResult_t result{};
-  int n_results = 0;
-  const cublasStatus_t st =
-      cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &n_results);
-  cublasLtMatmulPreferenceDestroy(pref);
-  if (st != CUBLAS_STATUS_SUCCESS || n_results == 0) {
-    throw CudaError("cuBLASLt found no algorithm for a " + std::to_string(s.n_tokens) + "x" +
-                    std::to_string(s.n_rows_w) + "x" + std::to_string(s.k) + " f16 GEMM on " + describe_device());
+  if (s.n_tokens > reference_tokens_) {
+    throw CudaError("GEMM of " + std::to_string(s.n_tokens) + " rows; this backend's prefill takes at most " +
+                    std::to_string(reference_tokens_));
   }
-  p.algo = result.algo;
+  const cublasLtMatmulAlgo_t& algo = algo_for(s);
+  Plan p = make_plan(s);
+  if (!algo_fits(p, algo)) {
+    destroy(p);
+    throw CudaError("cuBLASLt's algorithm for " + std::to_string(s.n_rows_w) + "x" + std::to_string(s.k) +
+                    " weights does not take " + std::to_string(s.n_tokens) + " rows on " + describe_device());
+  }
+  p.algo = algo;
   return plans_.emplace(s.key(), p).first->second;
 }
 

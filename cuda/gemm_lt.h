@@ -1,7 +1,14 @@
 #pragma once
 // Prefill's tensor-core GEMM through cuBLASLt: out[T][N] (f32) = x[T][K] (f16) * W[N][K]^T
 // (f16, dequantized from the quantized weights just before). One handle, one workspace and
-// cached heuristics per shape; all of it owned here (RAII).
+// one algorithm per weight shape; all of it owned here (RAII).
+//
+// Row invariance: a prompt row's output must not depend on how many other rows share the
+// call (several sequences' chunks are packed into one prefill), so the algorithm of a weight
+// shape is chosen once, at a fixed reference row count, among those without split-K or a
+// reduction pass, and then used for every row count. A tiled GEMM without split-K computes
+// each output element by the same K loop whatever the grid, so the bits of a row do not
+// depend on T or on the row's place in the call (tested on the GPU, test_cuda_gemm_lt).
 #include <cublasLt.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -21,11 +28,14 @@ struct GemmShape {
   int64_t x_stride = 0;   // elements between rows of x
   int64_t out_stride = 0; // elements between rows of out
   auto key() const { return std::make_tuple(n_rows_w, k, n_tokens, x_stride, out_stride); }
+  auto weight_key() const { return std::make_tuple(n_rows_w, k, x_stride, out_stride); }
 };
 
 class GemmLt {
  public:
-  GemmLt();
+  // `reference_tokens`: the row count at which each weight shape's algorithm is chosen (the
+  // largest call, where the choice matters most).
+  explicit GemmLt(int64_t reference_tokens);
   ~GemmLt();
   GemmLt(const GemmLt&) = delete;
   GemmLt& operator=(const GemmLt&) = delete;
@@ -39,10 +49,16 @@ class GemmLt {
     cublasLtMatmulAlgo_t algo{};
   };
   Plan& plan_for(const GemmShape& shape);
+  const cublasLtMatmulAlgo_t& algo_for(const GemmShape& shape);
+  Plan make_plan(const GemmShape& shape);                   // descriptors only
+  bool algo_fits(const Plan& p, const cublasLtMatmulAlgo_t& algo);  // cublasLtMatmulAlgoCheck
+  static void destroy(Plan& p);
 
   cublasLtHandle_t handle_ = nullptr;
+  int64_t reference_tokens_ = 0;
   DeviceBuffer<uint8_t> workspace_;
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>, Plan> plans_;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, cublasLtMatmulAlgo_t> algos_;
 };
 
 }  // namespace chorus::cuda

@@ -230,6 +230,116 @@ TEST(CudaBackendBatch, InvariantToBatchComposition) {
   }
 }
 
+// Chunks of several sequences in one prefill_batch call give each sequence the bits it gets
+// alone: every row's logits, the sampled first token, and (through the KV cache) the next
+// decode step. Two long chunks share the GEMM pass, the short ones a GEMV pass; one chunk
+// continues a prompt whose first part was prefilled before.
+TEST(CudaBackendBatch, PackedPrefillEqualsPrefillAlone) {
+  CHORUS_REQUIRE_GPU();
+  if (!fs::exists(model_for_invariance())) GTEST_SKIP() << "peer model missing";
+  auto b = open(model_for_invariance());
+  ASSERT_TRUE(b);
+  const int32_t n_vocab = b->config().n_vocab;
+  std::mt19937 rng(23);
+  const std::vector<int> lengths = {40, 5, 50, 20, 12};  // 127 tokens, the backend's 128 at most
+  const int continued = 4;                               // its first 9 tokens go first, alone
+  const int32_t continued_first = 9;
+  std::vector<std::vector<int32_t>> prompts;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    std::vector<int32_t> p(static_cast<size_t>(lengths[i] + (static_cast<int>(i) == continued ? continued_first : 0)));
+    for (auto& t : p) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab));
+    prompts.push_back(p);
+  }
+  struct Out {
+    std::vector<PrefillResult> prefill;
+    std::vector<std::vector<float>> next_logits;
+  };
+  // `packed`: one call for all chunks; otherwise one call per chunk. Sequence i uses blocks
+  // of its own, shifted by `table_base` so the two runs share nothing.
+  const auto run = [&](bool packed, int table_base) {
+    Out out;
+    std::vector<std::vector<int32_t>> tables;
+    std::vector<PrefillChunk> chunks;
+    for (size_t i = 0; i < prompts.size(); ++i) tables.push_back(table_for(table_base + static_cast<int>(i), 8));
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      PrefillChunk c;
+      c.seq.seq_id = static_cast<int64_t>(i);
+      c.seq.block_table = tables[i];
+      c.tokens = prompts[i];
+      c.output = PrefillChunk::Output::SampleLast;
+      c.logits = LogitsMode::Return;
+      if (static_cast<int>(i) == continued) {
+        PrefillChunk head = c;
+        head.tokens = std::span<const int32_t>(prompts[i]).first(static_cast<size_t>(continued_first));
+        head.output = PrefillChunk::Output::None;
+        head.logits = LogitsMode::None;
+        EXPECT_TRUE(b->prefill(head).ok());
+        c.seq.n_past = continued_first;
+        c.tokens = std::span<const int32_t>(prompts[i]).subspan(static_cast<size_t>(continued_first));
+      }
+      chunks.push_back(c);
+    }
+    if (packed) {
+      auto r = b->prefill_batch(chunks);
+      EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.message());
+      if (r.ok()) out.prefill = std::move(*r);
+    } else {
+      for (const PrefillChunk& c : chunks) {
+        auto r = b->prefill(c);
+        EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.message());
+        if (r.ok()) out.prefill.push_back(std::move(*r));
+      }
+    }
+    for (size_t i = 0; i < chunks.size() && out.prefill.size() == chunks.size(); ++i) {
+      DecodeBatch batch;
+      SeqState st = chunks[i].seq;
+      st.n_past = static_cast<int32_t>(prompts[i].size());
+      batch.seqs = {st};
+      batch.tokens = {out.prefill[i].sampled_token};
+      batch.logits = LogitsMode::Return;
+      auto r = b->decode(batch);
+      EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.message());
+      if (r.ok()) out.next_logits.push_back(r->logits);
+    }
+    return out;
+  };
+  const Out alone = run(false, 0);
+  const Out packed = run(true, 8);
+  ASSERT_EQ(alone.prefill.size(), prompts.size());
+  ASSERT_EQ(packed.prefill.size(), prompts.size());
+  ASSERT_EQ(packed.next_logits.size(), prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(packed.prefill[i].sampled_token, alone.prefill[i].sampled_token) << "sequence " << i;
+    ASSERT_EQ(packed.prefill[i].logits.size(), alone.prefill[i].logits.size()) << "sequence " << i;
+    EXPECT_EQ(0, std::memcmp(packed.prefill[i].logits.data(), alone.prefill[i].logits.data(),
+                             alone.prefill[i].logits.size() * 4))
+        << "prompt logits of sequence " << i;
+    EXPECT_EQ(0, std::memcmp(packed.next_logits[i].data(), alone.next_logits[i].data(),
+                             static_cast<size_t>(n_vocab) * 4))
+        << "decode logits after the prompt of sequence " << i;
+  }
+}
+
+TEST(CudaBackendBatch, PackedPrefillRefusesWhatDoesNotFit) {
+  CHORUS_REQUIRE_GPU();
+  if (!fs::exists(model_for_invariance())) GTEST_SKIP() << "peer model missing";
+  auto b = open(model_for_invariance());  // 128 prompt tokens per call
+  ASSERT_TRUE(b);
+  const std::vector<int32_t> tokens(70, 3);
+  const auto t0 = table_for(0, 8), t1 = table_for(1, 8);
+  std::vector<PrefillChunk> chunks(2);
+  chunks[0].seq.block_table = t0;
+  chunks[1].seq.block_table = t1;
+  chunks[0].tokens = chunks[1].tokens = tokens;
+  auto r = b->prefill_batch(chunks);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("140 tokens"), std::string::npos) << r.message();
+  chunks[1].tokens = {};
+  r = b->prefill_batch(chunks);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("chunk of 0 tokens"), std::string::npos) << r.message();
+}
+
 TEST(CudaBackendSampling, SeededDrawsAreReproducibleAndBatchFree) {
   CHORUS_REQUIRE_GPU();
   if (!fs::exists(model_for_invariance())) GTEST_SKIP() << "peer model missing";
