@@ -33,6 +33,7 @@ struct RunArgs {
   std::string backend = "cpu";
   int threads = 0;
   int fake_delay_us = 0;  // --backend fake: simulated decode time per step
+  int prefill_seqs = 0;   // most sequences per prefill call (0: what the backend takes)
 };
 
 int fail(const std::string& message) {
@@ -86,9 +87,11 @@ Result<RunArgs> parse_args(int argc, char** argv) {
                  : k == "--gen-tokens"  ? &a.gen_tokens
                  : k == "--threads"     ? &a.threads
                  : k == "--fake-delay-us" ? &a.fake_delay_us
+                 : k == "--prefill-seqs"  ? &a.prefill_seqs
                                           : nullptr;
       if (!dst) return make_error("unknown option " + k);
-      auto n = parse_count(k, v, dst == &a.threads || dst == &a.fake_delay_us ? 0 : 1, 1 << 20);
+      const bool zero_ok = dst == &a.threads || dst == &a.fake_delay_us || dst == &a.prefill_seqs;
+      auto n = parse_count(k, v, zero_ok ? 0 : 1, 1 << 20);
       if (!n.ok()) return n.error();
       *dst = *n;
     }
@@ -135,6 +138,7 @@ Result<OpenedEngine> open_engine(const RunArgs& a, StepLog& log) {
     f.max_batch = std::max(32, max_n);
     f.kv = KvLayout{16, (max_n * load.context_tokens) / 16 + 16};
     f.decode_delay = std::chrono::microseconds(a.fake_delay_us);
+    f.max_prefill_seqs = f.max_batch;  // shares prefill calls as the CUDA backend does
     o.make_backend = [f](const LoadOptions&) -> Result<std::unique_ptr<Backend>> {
       return std::unique_ptr<Backend>(std::make_unique<FakeBackend>(f));
     };
@@ -150,6 +154,7 @@ Result<OpenedEngine> open_engine(const RunArgs& a, StepLog& log) {
     if (!config.ok()) return config.error();
     e.n_vocab = config->n_vocab;
   }
+  o.max_prefill_seqs = a.prefill_seqs;
   o.on_step = [&log](const StepRecord& r, const StepPlan&) { log.add(r); };
   e.engine = std::make_unique<Engine>(std::move(o));
   CHORUS_TRY(e.engine->load_model(load));
@@ -248,7 +253,7 @@ PhaseMeans mean_phases(const std::vector<StepRecord>& steps, int n) {
 void print_header() {
   std::printf("%4s %10s %10s %9s %11s | %s\n", "N", "agg tok/s", "seq tok/s", "TTFT ms",
               "prefill t/s",
-              "mean step us: sched upload forward sample download detok deliver = step (steps)");
+              "mean step us: sched upload forward sample download detok deliver = step (steps) | prefill");
 }
 
 void print_row(int n, const std::vector<SeqResult>& res, const std::vector<StepRecord>& steps) {
@@ -266,11 +271,17 @@ void print_row(int n, const std::vector<SeqResult>& res, const std::vector<StepR
   }
   const double k = static_cast<double>(res.size());
   const PhaseMeans m = mean_phases(steps, n);
-  std::printf("%4d %10.1f %10.1f %9.2f %11.1f | %.0f %.0f %.0f %.0f %.0f %.0f %.0f = %.0f (%lld)\n",
+  int64_t prefill_calls = 0, prefill_seqs = 0;
+  for (const StepRecord& r : steps) {
+    prefill_calls += r.n_prefill_seqs > 0 ? 1 : 0;
+    prefill_seqs += r.n_prefill_seqs;
+  }
+  std::printf("%4d %10.1f %10.1f %9.2f %11.1f | %.0f %.0f %.0f %.0f %.0f %.0f %.0f = %.0f (%lld) | %lld prefill calls, %.1f prompts each\n",
               n, decode_step_us > 0 ? decoded * 1e6 / static_cast<double>(decode_step_us) : 0.0,
               seq_rate / k, ttft_us / k / 1000.0, prefill_rate / k, m.t.schedule_us,
               m.t.upload_us, m.t.forward_us, m.t.sample_us, m.t.download_us, m.t.detokenize_us,
-              m.t.deliver_us, m.t.step_us, static_cast<long long>(m.n_steps));
+              m.t.deliver_us, m.t.step_us, static_cast<long long>(m.n_steps), static_cast<long long>(prefill_calls),
+              prefill_calls > 0 ? static_cast<double>(prefill_seqs) / static_cast<double>(prefill_calls) : 0.0);
   std::fflush(stdout);
 }
 

@@ -14,6 +14,7 @@ void print_usage() {
       "commands:\n"
       "  run    --model M.gguf [--parallel 1,2,4,8,16,32] [--prompt-tokens 128]\n"
       "         [--gen-tokens 128] [--backend cpu|cuda|fake] [--threads N]\n"
+      "         [--prefill-seqs N (most prompts per prefill call; 0: the backend's)]\n"
       "         engine throughput per batch size, then a batched-vs-solo check\n"
       "  cpu    CPU kernels and forward pass\n"
       "  synth  synthetic models\n");

@@ -165,6 +165,7 @@ Status Engine::do_load(const LoadOptions& options) {
   EngineCoreConfig config;
   config.context_tokens = options.context_tokens;
   config.prefill_chunk_tokens = options_.prefill_chunk_tokens;
+  config.max_prefill_seqs = options_.max_prefill_seqs;
   config.model_name = (*backend)->config().model_name;
   core_ = std::make_unique<EngineCore>(std::move(backend).value(), std::move(codec).value(),
                                        config);

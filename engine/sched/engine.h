@@ -30,6 +30,7 @@ struct EngineOptions {
   BackendFactory make_backend;
   CodecFactory make_codec;
   int32_t prefill_chunk_tokens = 256;
+  int32_t max_prefill_seqs = 0;  // most sequences' chunks per prefill call; 0: what the backend takes
   StepObserver on_step;  // optional; must not block
 };
 

@@ -16,6 +16,7 @@ SchedulerConfig scheduler_config(const Backend& backend, const EngineCoreConfig&
   // A backend that takes several sequences' chunks in one call gets as many as fit in its
   // largest call: the weights are read once for all of them.
   s.max_prefill_seqs = std::max(1, std::min(backend.max_prefill_seqs(), s.max_batch));
+  if (config.max_prefill_seqs > 0) s.max_prefill_seqs = std::min(s.max_prefill_seqs, config.max_prefill_seqs);
   s.prefill_step_tokens = s.max_prefill_seqs > 1 ? std::max(s.prefill_chunk_tokens, backend.max_prefill_tokens())
                                                  : s.prefill_chunk_tokens;
   s.context_tokens = config.context_tokens;

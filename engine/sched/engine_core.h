@@ -19,6 +19,7 @@ namespace chorus {
 struct EngineCoreConfig {
   int32_t context_tokens = 4096;
   int32_t prefill_chunk_tokens = 256;
+  int32_t max_prefill_seqs = 0;  // 0: Backend::max_prefill_seqs()
   std::string model_name;
 };
 
