@@ -14,7 +14,10 @@
 # BENCH_ARGS_l1b / BENCH_ARGS_l8b to its run on that model only; BENCH_MODELS (default
 # "l1b l8b") picks the models. ENGINE_TUNING (';'-separated, an empty item: the defaults) runs
 # stage enginebench once under each CHORUS_CUDA_TUNING (cuda/cuda_tuning.h: candidate launch
-# settings through the whole Engine without a rebuild); ENGINE_PARALLEL its N list.
+# settings through the whole Engine without a rebuild); ENGINE_ARGS (';'-separated, an empty
+# item: none) runs it once more under each set of extra chorus-bench run options (e.g.
+# "--prefill-seqs 1"); ENGINE_PARALLEL its N list. ESYNTH_1B=1 makes esynth write the
+# synthetic llama3.2-1b model too, for enginebench.
 set -uo pipefail
 CARRY=${CARRY:-.carry}
 OUT=${OUT:-/tmp/chorus-gpu-out}
@@ -46,7 +49,9 @@ fi
 # while the machine is still held) finds the file.
 if has esynth; then
   : > /tmp/esynth8b.log  # now, not in the background job: enginebench below waits only if it exists
-  setsid nohup bash -c "'$BIN/chorus-bench' synth --shape llama3-8b --type q4_k_m --out /tmp/e8b.gguf \
+  e1b=true
+  [ "${ESYNTH_1B:-0}" = 1 ] && e1b="'$BIN/chorus-bench' synth --shape llama3.2-1b --type q4_k_m --out /tmp/e1b.gguf"
+  setsid nohup bash -c "$e1b && '$BIN/chorus-bench' synth --shape llama3-8b --type q4_k_m --out /tmp/e8b.gguf \
     > /tmp/esynth8b.log 2>&1 && touch /tmp/e8b.done" > /dev/null 2>&1 < /dev/null &
 fi
 # A model too big for one call travels in parts over several calls while the machine is held:
@@ -158,14 +163,20 @@ if has enginebench; then
   fi
   IFS=';' read -ra tunings <<< "${ENGINE_TUNING:-}"
   [ ${#tunings[@]} -eq 0 ] && tunings=("")
-  for m in /tmp/e8b.gguf /tmp/*.Q4_1.gguf "$CARRY"/models/*.gguf; do
+  IFS=';' read -ra engine_args <<< "${ENGINE_ARGS:-}"
+  [ ${#engine_args[@]} -eq 0 ] && engine_args=("")
+  for m in /tmp/e8b.gguf /tmp/e1b.gguf /tmp/*.Q4_1.gguf "$CARRY"/models/*.gguf; do
     [ -f "$m" ] || continue
     for tuning in "${tunings[@]}"; do
-      section "chorus-bench run $m CHORUS_CUDA_TUNING=$tuning"
-      echo "-- $m CHORUS_CUDA_TUNING=$tuning" >> "$OUT/enginebench.txt"
-      CHORUS_CUDA_TUNING=$tuning timeout 300 "$BIN/chorus-bench" run --model "$m" --backend cuda \
-        --parallel "${ENGINE_PARALLEL:-1,2,4,8,16,32}" --prompt-tokens 128 --gen-tokens 128 2>&1 |
-        tee -a "$OUT/enginebench.txt" >> "$LOG"
+      for extra in "${engine_args[@]}"; do
+        section "chorus-bench run $m CHORUS_CUDA_TUNING=$tuning $extra"
+        echo "-- $m CHORUS_CUDA_TUNING=$tuning $extra" >> "$OUT/enginebench.txt"
+        # $extra is word-split on purpose: it holds options and their values.
+        # shellcheck disable=SC2086
+        CHORUS_CUDA_TUNING=$tuning timeout 300 "$BIN/chorus-bench" run --model "$m" --backend cuda \
+          --parallel "${ENGINE_PARALLEL:-1,2,4,8,16,32}" --prompt-tokens 128 --gen-tokens 128 $extra 2>&1 |
+          tee -a "$OUT/enginebench.txt" >> "$LOG"
+      done
     done
   done
 fi
