@@ -102,7 +102,6 @@ void CudaBackend::init(const std::string& model_path, const CudaBackendOptions& 
   kv_tokens = std::clamp<int64_t>(kv_tokens, min_kv_tokens, std::max<int64_t>(min_kv_tokens, kv_room / kv_token_b));
 
   stream_ = std::make_unique<Stream>();
-  gemm_ = std::make_unique<GemmLt>(max_prefill_);
   weights_ = upload_model(c, model_->weights);
   allocate_buffers(kv_tokens);
 
@@ -127,6 +126,12 @@ void CudaBackend::apply_tuning(const CudaTuning& t) {
   split_ffn_up_ = pick(splits.ffn_up, 2 * c.n_ff, tiles_embd);
   split_down_ = pick(splits.down, c.n_embd, tiles_ff);
   split_lm_ = GemvSplitShape{1, tiles_embd};
+  tuning_.gemm_ref_rows = std::clamp(t.gemm_ref_rows, 0, max_prefill_);
+  const int64_t ref_rows = tuning_.gemm_ref_rows > 0 ? tuning_.gemm_ref_rows : max_prefill_;
+  if (!gemm_ || gemm_->reference_tokens() != ref_rows) {
+    if (stream_) CHORUS_CUDA_CHECK(cudaStreamSynchronize(stream_->get()));  // its workspace may be in use
+    gemm_ = std::make_unique<GemmLt>(max_prefill_, ref_rows);
+  }
 }
 
 void CudaBackend::allocate_buffers(int64_t kv_tokens) {

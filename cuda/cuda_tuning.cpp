@@ -19,6 +19,7 @@ constexpr Field kFields[] = {
     {"gemv_x_budget_bytes", &CudaTuning::gemv_x_budget_bytes},
     {"gemv_early_loads", &CudaTuning::gemv_early_loads},
     {"gemv_pair_max_rows", &CudaTuning::gemv_pair_max_rows},
+    {"gemm_ref_rows", &CudaTuning::gemm_ref_rows},
 };
 constexpr std::string_view kSplitsName = "gemv_splits";
 

@@ -10,7 +10,7 @@
 
 namespace chorus::cuda {
 
-// Launch choices of the decode step that measurements vary (chorus-cuda-bench); the defaults
+// Launch choices of the decode step (and the prefill GEMM's algorithm) that measurements vary (chorus-cuda-bench); the defaults
 // are what those measurements chose (on the H200; v14's, session 13, on an H100).
 struct CudaTuning {
   // Decode attention launches of at most this many rows merge chunk partials inside a
@@ -37,6 +37,9 @@ struct CudaTuning {
   struct Splits {
     int32_t qkv = 0, o = 0, ffn_up = 0, down = 0;
   } gemv_splits;
+  // Prefill GEMM: the row count at which cuBLASLt's algorithm for each weight shape is chosen
+  // and then used for every call (gemm_lt.h; 0: the backend's largest prefill call).
+  int32_t gemm_ref_rows = 0;
 };
 
 // Applies "key=value,key=value" to base: keys are CudaTuning's field names, values

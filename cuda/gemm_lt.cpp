@@ -23,8 +23,10 @@ bool row_invariant(const cublasLtMatmulAlgo_t& algo) {
 }
 }  // namespace
 
-GemmLt::GemmLt(int64_t reference_tokens)
-    : reference_tokens_(std::max<int64_t>(1, reference_tokens)), workspace_(kWorkspaceBytes) {
+GemmLt::GemmLt(int64_t max_tokens, int64_t reference_tokens)
+    : max_tokens_(std::max<int64_t>(1, max_tokens)),
+      reference_tokens_(reference_tokens > 0 ? std::min(reference_tokens, max_tokens_) : max_tokens_),
+      workspace_(kWorkspaceBytes) {
   CHORUS_CUBLAS_CHECK(cublasLtCreate(&handle_));
 }
 
@@ -76,9 +78,9 @@ const cublasLtMatmulAlgo_t& GemmLt::algo_for(const GemmShape& s) {
   Plan ref_plan = make_plan(ref);
   std::array<Plan, 3> probes{};
   // The GEMM route takes chunks of more than 32 rows: odd counts across that range.
-  const std::array<int64_t, 3> probe_tokens = {std::min<int64_t>(33, reference_tokens_),
-                                               std::min<int64_t>(127, reference_tokens_),
-                                               std::max<int64_t>(1, reference_tokens_ - 1)};
+  const std::array<int64_t, 3> probe_tokens = {std::min<int64_t>(33, max_tokens_),
+                                               std::min<int64_t>(127, max_tokens_),
+                                               std::max<int64_t>(1, max_tokens_ - 1)};
   cublasLtMatmulPreference_t pref = nullptr;
   std::array<cublasLtMatmulHeuristicResult_t, kCandidates> results{};
   int n_results = 0;
@@ -124,9 +126,9 @@ const cublasLtMatmulAlgo_t& GemmLt::algo_for(const GemmShape& s) {
 GemmLt::Plan& GemmLt::plan_for(const GemmShape& s) {
   auto it = plans_.find(s.key());
   if (it != plans_.end()) return it->second;
-  if (s.n_tokens > reference_tokens_) {
+  if (s.n_tokens > max_tokens_) {
     throw CudaError("GEMM of " + std::to_string(s.n_tokens) + " rows; this backend's prefill takes at most " +
-                    std::to_string(reference_tokens_));
+                    std::to_string(max_tokens_));
   }
   const cublasLtMatmulAlgo_t& algo = algo_for(s);
   Plan p = make_plan(s);

@@ -33,9 +33,10 @@ struct GemmShape {
 
 class GemmLt {
  public:
-  // `reference_tokens`: the row count at which each weight shape's algorithm is chosen (the
-  // largest call, where the choice matters most).
-  explicit GemmLt(int64_t reference_tokens);
+  // Calls take up to `max_tokens` rows. `reference_tokens`: the row count at which each weight
+  // shape's algorithm is chosen (0: max_tokens).
+  explicit GemmLt(int64_t max_tokens, int64_t reference_tokens = 0);
+  int64_t reference_tokens() const { return reference_tokens_; }
   ~GemmLt();
   GemmLt(const GemmLt&) = delete;
   GemmLt& operator=(const GemmLt&) = delete;
@@ -55,7 +56,7 @@ class GemmLt {
   static void destroy(Plan& p);
 
   cublasLtHandle_t handle_ = nullptr;
-  int64_t reference_tokens_ = 0;
+  int64_t max_tokens_ = 0, reference_tokens_ = 0;
   DeviceBuffer<uint8_t> workspace_;
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>, Plan> plans_;
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, cublasLtMatmulAlgo_t> algos_;

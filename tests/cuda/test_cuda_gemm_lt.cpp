@@ -25,9 +25,12 @@ struct Case {
   int64_t n_rows_w, k;
 };
 
-TEST(CudaGemmLt, RowsDoNotDependOnTheCallsOtherRows) {
+// For each row count the algorithm may be chosen at (CudaTuning::gemm_ref_rows).
+class CudaGemmLtRef : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(CudaGemmLtRef, RowsDoNotDependOnTheCallsOtherRows) {
   CHORUS_REQUIRE_GPU();
-  constexpr int64_t kRef = 512;
+  constexpr int64_t kRef = 512;  // the most rows a call takes
   // Weight shapes of llama3-8b (q, q|k|v, gate|up, down), llama3.2-1b and SmolLM2-135M.
   for (const Case c : {Case{4096, 4096}, Case{6144, 4096}, Case{28672, 4096}, Case{4096, 14336},
                        Case{2048, 8192}, Case{576, 576}, Case{3072, 576}}) {
@@ -39,7 +42,7 @@ TEST(CudaGemmLt, RowsDoNotDependOnTheCallsOtherRows) {
     CHORUS_CUDA_CHECK(cudaMemcpy(w_d.get(), w.data(), w.size() * 2, cudaMemcpyHostToDevice));
     CHORUS_CUDA_CHECK(cudaMemcpy(x_d.get(), x.data(), x.size() * 2, cudaMemcpyHostToDevice));
     Stream stream;
-    GemmLt gemm(kRef);
+    GemmLt gemm(kRef, GetParam());
     const auto run = [&](int64_t row0, int64_t n_tokens) {
       CHORUS_CUDA_CHECK(cudaMemset(out_d.get(), 0xff, out_d.size_bytes()));
       GemmShape shape{c.n_rows_w, c.k, n_tokens, c.k, c.n_rows_w};
@@ -62,7 +65,9 @@ TEST(CudaGemmLt, RowsDoNotDependOnTheCallsOtherRows) {
   }
 }
 
-TEST(CudaGemmLt, MoreRowsThanTheReferenceIsAnError) {
+INSTANTIATE_TEST_SUITE_P(RefRows, CudaGemmLtRef, ::testing::Values(512, 256, 128));
+
+TEST(CudaGemmLt, MoreRowsThanTheMostIsAnError) {
   CHORUS_REQUIRE_GPU();
   GemmLt gemm(64);
   DeviceBuffer<__half> w(64 * 64), x(65 * 64);
@@ -70,7 +75,7 @@ TEST(CudaGemmLt, MoreRowsThanTheReferenceIsAnError) {
   Stream stream;
   try {
     gemm.run(GemmShape{64, 64, 65, 64, 64}, w.get(), x.get(), out.get(), stream.get());
-    FAIL() << "a 65-row GEMM on a 64-row plan ran";
+    FAIL() << "a 65-row GEMM on a GemmLt of at most 64 rows ran";
   } catch (const CudaError& e) {
     EXPECT_NE(std::string(e.what()).find("65 rows"), std::string::npos) << e.what();
   }

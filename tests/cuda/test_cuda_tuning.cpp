@@ -37,12 +37,14 @@ TEST(CudaTuningText, FormatParsesBackToTheSameSetting) {
   a.gemv_early_loads = 1;
   a.gemv_pair_max_rows = 9;
   a.gemv_splits = {2, 4, 1, 8};
+  a.gemm_ref_rows = 128;
   const std::string text = format_cuda_tuning(a);
   auto b = parse_cuda_tuning(text, CudaTuning{});
   ASSERT_TRUE(b) << b.message();
   EXPECT_EQ(format_cuda_tuning(*b), text);
   EXPECT_EQ(b->gemv_splits.down, 8);
   EXPECT_EQ(b->gemv_x_budget_bytes, 16384);
+  EXPECT_EQ(b->gemm_ref_rows, 128);
 }
 
 TEST(CudaTuningText, BadInputIsAnErrorThatNamesIt) {
