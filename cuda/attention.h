@@ -59,10 +59,6 @@ struct DecodeAttentionParams {
   // launch_attention_decode chooses from the occupancy; always 1 in a cluster). Each chunk's
   // partial is computed as by a block of its own, so the bits do not depend on it.
   int32_t chunks_per_block = 0;
-  // A block of several chunks stages chunk j + 1 into a second buffer while it attends chunk j
-  // (twice the staged-row shared memory; chunks_per_block is then chosen for the occupancy that
-  // leaves). 0: one buffer, each chunk staged after the previous one's P.V. Same bits either way.
-  int32_t stage_ahead = 0;
 };
 // Up to this many chunks per row (grid_chunks), a (kv head, row)'s chunk blocks form a
 // thread-block cluster and merge through distributed shared memory (the portable cluster size).

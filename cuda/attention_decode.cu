@@ -270,10 +270,7 @@ __device__ void cluster_merge(const AttentionParams& p, ChunkSmem<kG, kP>& s, in
 // At least 6 blocks per multiprocessor (<= 80 registers): at M = 32 a step has ~800 active
 // (row, kv head, chunk) blocks, each a chain of dependent memory round trips, so what counts
 // is how many run at once (95 registers allowed 5 per multiprocessor: two waves).
-// kAhead: blocks of several chunks stage the next one while attending the current one (two
-// staged-row buffers; DecodeAttentionParams::stage_ahead). A template parameter so that the
-// one-buffer kernels keep their registers (the ahead path costs spills at the 80-register cap).
-template <int kG, int kP, bool kAhead>
+template <int kG, int kP>
 __global__ void __launch_bounds__(kAttnThreads, 6) attention_decode_kernel(const DecodeAttentionParams d) {
   __shared__ ChunkSmem<kG, kP> s;
   __shared__ int last_s;
@@ -287,13 +284,8 @@ __global__ void __launch_bounds__(kAttnThreads, 6) attention_decode_kernel(const
   const int n_mine = max(0, min(per_block, n_chunks - first));
   const bool active = n_mine > 0;
   const bool writes_kv = active && first + n_mine == n_chunks;  // the new token's chunk is this block's last
-  // Staged rows of chunk j: buffer j % 2 when staging ahead (launch_attention_decode then gave
-  // the block two), else the one buffer.
-  const bool ahead = kAhead && n_mine > 1;
-  const int buf_halves = 2 * kAttnChunkTokens * hd;
-  const auto k_buf = [&](int j) { return kv_s + (ahead ? (j & 1) * buf_halves : 0); };
-  __half* k_s = k_buf(0);
-  __half* v_s = k_s + kAttnChunkTokens * hd;
+  __half* k_s = kv_s;
+  __half* v_s = kv_s + kAttnChunkTokens * hd;
   NewToken<kG, kP> tok;
   int64_t kv_off = 0;        // the new token's cache row
   if (active) {  // nothing here depends on the kernel waited for (file comment)
@@ -310,25 +302,12 @@ __global__ void __launch_bounds__(kAttnThreads, 6) attention_decode_kernel(const
     tok.store(d, s, kv_off, writes_kv);
     for (int j = 0; j < n_mine; ++j) {
       const int chunk = first + j, begin = chunk * kAttnChunkTokens;
-      k_s = k_buf(j);
-      v_s = k_s + kAttnChunkTokens * hd;
-      const bool next_ahead = ahead && j + 1 < n_mine;
-      if (next_ahead) {
-        // Chunk j - 1 is done with the other buffer (and s.row_off: chunk j's copies were
-        // issued with their addresses); chunk j + 1's copies then run during chunk j's work.
-        __syncthreads();
-        __half* k_next = k_buf(j + 1);
-        stage_chunk(p, s.row_off, chunk + 1, kvh, row, len, k_next, k_next + kAttnChunkTokens * hd);
-      } else if (j > 0 && !ahead) {
+      if (j > 0) {
         __syncthreads();  // the previous chunk is done with the staged rows and s.row_off
         stage_chunk(p, s.row_off, chunk, kvh, row, len, k_s, v_s);
       }
       if (writes_kv && chunk == n_chunks - 1) tok.stage(d, k_s + (pos - begin) * hd, v_s + (pos - begin) * hd);
-      if (next_ahead) {
-        cp_async_wait_group<1>();  // chunk j's copies; chunk j + 1's stay in flight
-      } else {
-        cp_async_wait_all();
-      }
+      cp_async_wait_all();
       __syncthreads();  // queries and every K/V row staged
       const ChunkSink sink = d.cluster_merge ? ChunkSink{&s.ml_s[0][0], 2, &s.q_s[0][0], kAttnMaxHeadDim}
                                                : global_sink(p, row, kvh, chunk);
@@ -353,17 +332,10 @@ __global__ void __launch_bounds__(kAttnThreads, 6) attention_decode_kernel(const
 }
 
 using DecodeKernel = void (*)(DecodeAttentionParams);
-template <int kG, int kP>
-constexpr DecodeKernel kDecodeOneBuffer = attention_decode_kernel<kG, kP, false>;
-template <int kG, int kP>
-constexpr DecodeKernel kDecodeStageAhead = attention_decode_kernel<kG, kP, true>;
-// [stage ahead][group][head width]
-const DecodeKernel kDecodeKernels[2][4][3] = {CHORUS_ATTENTION_VARIANTS(kDecodeOneBuffer),
-                                              CHORUS_ATTENTION_VARIANTS(kDecodeStageAhead)};
+const DecodeKernel kDecodeKernels[4][3] = CHORUS_ATTENTION_VARIANTS(attention_decode_kernel);
 
 // Staged K/V rows: 2 x kAttnChunkTokens x head_dim halves, 32 KB at head_dim 256, which with
-// the largest instantiation's static 41 KB passes the 48 KB default; twice that for the kernels
-// that stage ahead.
+// the largest instantiation's static 41 KB passes the 48 KB default.
 constexpr int kStagedKvMaxBytes = 2 * kAttnChunkTokens * kAttnMaxHeadDim * 2;
 
 // Chunks per block where the partials merge through the counters: the number of waves that
@@ -383,11 +355,9 @@ int decode_chunks_per_block(const AttentionParams& p, int slots) {
 void prepare_attention_kernels() {
   static std::once_flag once;
   std::call_once(once, [] {
-    for (int ahead = 0; ahead < 2; ++ahead)
-      for (const auto& by_pairs : kDecodeKernels[ahead])
-        for (DecodeKernel k : by_pairs)
-          CHORUS_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 (1 + ahead) * kStagedKvMaxBytes));
+    for (const auto& by_pairs : kDecodeKernels)
+      for (DecodeKernel k : by_pairs)
+        CHORUS_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kStagedKvMaxBytes));
   });
 }
 
@@ -400,31 +370,21 @@ void launch_attention_decode(const DecodeAttentionParams& d, cudaStream_t stream
   }
   prepare_attention_kernels();  // no-op after the first call; the backend makes that call at load
   const size_t kv_bytes = static_cast<size_t>(2 * kAttnChunkTokens * p.head_dim) * sizeof(__half);
-  const DecodeKernel one_buffer = kDecodeKernels[0][v.group_index][v.pairs_index];
-  const DecodeKernel ahead = kDecodeKernels[1][v.group_index][v.pairs_index];
+  const DecodeKernel kernel = kDecodeKernels[v.group_index][v.pairs_index];
   DecodeAttentionParams launch = d;
   launch.cluster_merge = p.grid_chunks <= kAttnMaxClusterChunks && p.n_rows <= d.cluster_max_rows ? 1 : 0;
-  const auto slots_with = [&](DecodeKernel k, size_t smem) {
-    return std::max(1, blocks_per_multiprocessor(reinterpret_cast<const void*>(k), kAttnThreads, smem) *
-                           multiprocessor_count());
-  };
   if (launch.cluster_merge) {
     launch.chunks_per_block = 1;  // a cluster is the row's chunk blocks
   } else if (d.chunks_per_block > 0) {
     launch.chunks_per_block = std::min(d.chunks_per_block, p.grid_chunks);
   } else {
-    launch.chunks_per_block = decode_chunks_per_block(p, slots_with(one_buffer, kv_bytes));
-    if (d.stage_ahead) {  // the second buffer costs occupancy: choose again for what is left
-      const int per_block = decode_chunks_per_block(p, slots_with(ahead, 2 * kv_bytes));
-      if (per_block > 1) launch.chunks_per_block = per_block;
-    }
+    const int slots = blocks_per_multiprocessor(reinterpret_cast<const void*>(kernel), kAttnThreads, kv_bytes) *
+                      multiprocessor_count();
+    launch.chunks_per_block = decode_chunks_per_block(p, std::max(1, slots));
   }
-  launch.stage_ahead = d.stage_ahead && launch.chunks_per_block > 1 ? 1 : 0;
-  const DecodeKernel kernel = launch.stage_ahead ? ahead : one_buffer;
   const unsigned cluster_x = launch.cluster_merge ? static_cast<unsigned>(p.grid_chunks) : 1u;
   const unsigned grid_x = static_cast<unsigned>((p.grid_chunks + launch.chunks_per_block - 1) / launch.chunks_per_block);
-  launch_pdl_clustered(kernel, dim3(grid_x, p.n_kv_heads, p.n_rows), dim3(kAttnThreads),
-                       launch.stage_ahead ? 2 * kv_bytes : kv_bytes,
+  launch_pdl_clustered(kernel, dim3(grid_x, p.n_kv_heads, p.n_rows), dim3(kAttnThreads), kv_bytes,
                        dim3(cluster_x, 1, 1), stream, launch);
 }
 

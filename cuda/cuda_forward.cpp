@@ -222,7 +222,6 @@ void CudaBackend::enqueue_attention_gemv(int32_t il, int32_t n_rows, int32_t gri
     d.counters = attn_counters_.get();
     d.cluster_max_rows = tuning_.attn_cluster_max_rows;
     d.chunks_per_block = tuning_.attn_chunks_per_block;
-    d.stage_ahead = tuning_.attn_stage_ahead;
     launch_attention_decode(d, stream_->get());
     return;
   }

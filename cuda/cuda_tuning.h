@@ -21,9 +21,6 @@ struct CudaTuning {
   // (DecodeAttentionParams::chunks_per_block; 0: chosen from the occupancy). Same bits for any.
   // The occupancy's choice: 8B N = 32 +2.8 % against one chunk a block (perf-notes v14b).
   int32_t attn_chunks_per_block = 0;
-  // Blocks of several chunks stage the next chunk while attending the current one
-  // (DecodeAttentionParams::stage_ahead). Same bits either way.
-  int32_t attn_stage_ahead = 0;
   // Shared memory for a GEMV launch's x chunks (GemvParams::x_budget_bytes; 0: the defaults of
   // gemv.h). Smaller chunks let more blocks share a multiprocessor.
   int32_t gemv_x_budget_bytes = 0;

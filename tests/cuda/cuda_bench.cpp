@@ -1,11 +1,10 @@
-// chorus-cuda-bench MODEL.gguf [N...] [--attn-cluster-max-rows=A,B...] [--attn-chunks-per-block=A,B...] [--attn-stage-ahead=A,B...]
+// chorus-cuda-bench MODEL.gguf [N...] [--attn-cluster-max-rows=A,B...] [--attn-chunks-per-block=A,B...]
 // [--gemv-x-budget=A,B...] [--gemv-early=A,B...] [--gemv-pair-max-rows=A,B...] [--gemv-splits=Q.O.U.D,...]: the CUDA backend alone
 // (no scheduler). For each N:
 // N random prompts of 128 tokens prefilled one by one, then 128 greedy decode steps of all
 // N together, timed (aggregate decode tok/s). The tokens are checked against each
 // sequence decoded alone (batched == solo), again for each listed attention cluster-merge
 // limit (attention.h; rows "cA N ..."), decode attention chunks per block (rows "kA N ..."),
-// staging the next attention chunk ahead (rows "aA N ..."),
 // GEMV x chunk budget (CudaTuning; rows "xA N ..."), GEMV early-load bits (gemv.h GemvEarly;
 // rows "eA N ...") and the most rows of two-type launches (rows "pA N ...").
 // Split counts (CudaTuning::gemv_splits: q|k|v, output, gate|up, down; 0 keeps the
@@ -214,7 +213,6 @@ int main(int argc, char** argv) {
   std::vector<int> ns;
   std::vector<int> cluster_max_rows;  // --attn-cluster-max-rows=A,B,...: the decode rows again for each
   std::vector<int> chunks_per_block;  // --attn-chunks-per-block=A,B,...: the same per attention chunks per block
-  std::vector<int> stage_ahead;       // --attn-stage-ahead=A,B,...: the same per attention staging choice
   std::vector<int> x_budgets;         // --gemv-x-budget=A,B,...: the same per GEMV x budget (bytes)
   std::vector<int> early_loads;       // --gemv-early=A,B,...: the same per GemvEarly bit mask
   std::vector<int> pair_max_rows;     // --gemv-pair-max-rows=A,B,...: the same per two-type launch limit
@@ -224,7 +222,6 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     if (parse_int_list(arg, "--attn-cluster-max-rows=", cluster_max_rows)) continue;
     if (parse_int_list(arg, "--attn-chunks-per-block=", chunks_per_block)) continue;
-    if (parse_int_list(arg, "--attn-stage-ahead=", stage_ahead)) continue;
     if (parse_int_list(arg, "--gemv-x-budget=", x_budgets)) continue;
     if (parse_int_list(arg, "--gemv-early=", early_loads)) continue;
     if (parse_int_list(arg, "--gemv-pair-max-rows=", pair_max_rows)) continue;
@@ -293,7 +290,6 @@ int main(int argc, char** argv) {
   } int_settings[] = {
       {"c", cluster_max_rows, &cuda::CudaTuning::attn_cluster_max_rows},  // attention cluster merge up to N rows
       {"k", chunks_per_block, &cuda::CudaTuning::attn_chunks_per_block},  // chunks per attention block (counters)
-      {"a", stage_ahead, &cuda::CudaTuning::attn_stage_ahead},            // next attention chunk staged ahead
       {"x", x_budgets, &cuda::CudaTuning::gemv_x_budget_bytes},          // GEMV x chunks in that budget
       {"e", early_loads, &cuda::CudaTuning::gemv_early_loads},            // GemvEarly bits
       {"p", pair_max_rows, &cuda::CudaTuning::gemv_pair_max_rows},        // two-type launches up to N rows

@@ -95,7 +95,7 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
   // floats. Up to kAttnMaxClusterChunks chunks the blocks merge inside a cluster, past it
   // through the partial arrays and counters, by blocks of `per_block` consecutive chunks (0: the
   // launch's choice): a row must get the same bits every way.
-  auto run = [&](int r0, int n, int grid_chunks, int per_block = 1, int stage_ahead = 0) {
+  auto run = [&](int r0, int n, int grid_chunks, int per_block = 1) {
     CHORUS_CUDA_CHECK(cudaMemset(out.get(), 0xff, out.size_bytes()));
     DecodeAttentionParams d;
     d.attn.k_cache = reinterpret_cast<__half*>(dk.get());
@@ -120,7 +120,6 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
     d.rope = rope;
     d.counters = counters.get();
     d.chunks_per_block = per_block;
-    d.stage_ahead = stage_ahead;
     launch_attention_decode(d, nullptr);
     std::vector<uint16_t> h(static_cast<size_t>(n) * q_dim);
     CHORUS_CUDA_CHECK(cudaDeviceSynchronize());
@@ -226,12 +225,10 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
   EXPECT_EQ(0, std::memcmp(run(0, rows, max_chunks).data(), got.data(), got.size() * 4)) << "second launch (counters reset)";
   // Several chunks per block (a block whose first chunk holds the new token, blocks with fewer
   // chunks than the others, rows shorter than a block, a row in one block), and the launch's
-  // choice; each chunk staged after the previous one or while the previous one is attended.
-  for (int stage_ahead : {0, 1}) {
-    for (int per_block : {2, 3, 5, max_chunks, 0}) {
-      EXPECT_EQ(0, std::memcmp(run(0, rows, max_chunks, per_block, stage_ahead).data(), got.data(), got.size() * 4))
-          << per_block << " chunks per block, stage_ahead " << stage_ahead;
-    }
+  // choice.
+  for (int per_block : {2, 3, 5, max_chunks, 0}) {
+    EXPECT_EQ(0, std::memcmp(run(0, rows, max_chunks, per_block).data(), got.data(), got.size() * 4))
+        << per_block << " chunks per block";
   }
 }
 

@@ -36,7 +36,6 @@ TEST(CudaTuningText, FormatParsesBackToTheSameSetting) {
   a.gemv_x_budget_bytes = 16384;
   a.gemv_early_loads = 1;
   a.gemv_pair_max_rows = 9;
-  a.attn_stage_ahead = 1;
   a.gemv_splits = {2, 4, 1, 8};
   a.gemm_ref_rows = 128;
   const std::string text = format_cuda_tuning(a);
