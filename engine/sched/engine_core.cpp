@@ -177,9 +177,10 @@ void EngineCore::note_plan_events() {
   }
 }
 
-// Runs the decode batch, then the prompt chunks (one backend call for all of them). The backend's own upload/sample/download
-// figures are kept; everything else of the wall time between the two calls' start and end
-// (its forward pass, the prefill, any overhead) counts as forward.
+// Runs the decode batch, then the prompt chunks (one backend call for all of them). The
+// backend's own upload/sample/download figures are kept; everything else of the wall time
+// between the two calls' start and end (its forward pass, the prefill, any overhead) counts
+// as forward.
 void EngineCore::run_backend(StepRecord& rec) {
   const StepPlan& plan = scheduler_.plan();
   const int64_t t_begin = rec.t_start_us + rec.t_schedule_us;
