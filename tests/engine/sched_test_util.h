@@ -139,6 +139,14 @@ inline Request make_request(int seq, int n_prompt, int max_tokens) {
   return r;
 }
 
+// A setup whose fake backend records every call in `log`.
+inline FakeEngineSetup logged_setup(std::shared_ptr<FakeCallLog>& log) {
+  FakeEngineSetup s;
+  log = std::make_shared<FakeCallLog>();
+  s.backend.log = log;
+  return s;
+}
+
 // Runs one request alone on a fresh engine and returns what it produced.
 inline Outcome run_solo(const FakeEngineSetup& setup, const Request& request) {
   FakeEngineSetup s = setup;
