@@ -31,40 +31,34 @@ GemmLt::GemmLt(int64_t max_tokens, int64_t reference_tokens)
 }
 
 GemmLt::~GemmLt() {
-  for (auto& [key, p] : plans_) destroy(p);
+  plans_.clear();  // before the handle
   if (handle_) cublasLtDestroy(handle_);
-}
-
-void GemmLt::destroy(Plan& p) {
-  if (p.a) cublasLtMatrixLayoutDestroy(p.a);
-  if (p.b) cublasLtMatrixLayoutDestroy(p.b);
-  if (p.c) cublasLtMatrixLayoutDestroy(p.c);
-  if (p.op) cublasLtMatmulDescDestroy(p.op);
-  p = Plan{};
 }
 
 // Column-major view: C (N x T, ld out_stride) = op(A) B with A = W as K x N (ld K), transposed,
 // and B = x as K x T (ld x_stride).
-GemmLt::Plan GemmLt::make_plan(const GemmShape& s) {
-  Plan p;
-  try {
-    CHORUS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
-    CHORUS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof(trans_a)));
-    CHORUS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof(trans_b)));
-    CHORUS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16F, s.k, s.n_rows_w, s.k));
-    CHORUS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16F, s.k, s.n_tokens, s.x_stride));
-    CHORUS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, s.n_rows_w, s.n_tokens, s.out_stride));
-  } catch (...) {
-    destroy(p);
-    throw;
-  }
-  return p;
+GemmLt::Plan::Plan(const GemmShape& s) {
+  const auto layout = [](LayoutPtr& out, cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld) {
+    cublasLtMatrixLayout_t raw = nullptr;
+    CHORUS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&raw, type, static_cast<uint64_t>(rows),
+                                                   static_cast<uint64_t>(cols), ld));
+    out.reset(raw);
+  };
+  cublasLtMatmulDesc_t raw_op = nullptr;
+  CHORUS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&raw_op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  op.reset(raw_op);
+  const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
+  CHORUS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op.get(), CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof(trans_a)));
+  CHORUS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op.get(), CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof(trans_b)));
+  layout(a, CUDA_R_16F, s.k, s.n_rows_w, s.k);
+  layout(b, CUDA_R_16F, s.k, s.n_tokens, s.x_stride);
+  layout(c, CUDA_R_32F, s.n_rows_w, s.n_tokens, s.out_stride);
 }
 
 bool GemmLt::algo_fits(const Plan& p, const cublasLtMatmulAlgo_t& algo) {
   cublasLtMatmulHeuristicResult_t r{};
-  return cublasLtMatmulAlgoCheck(handle_, p.op, p.a, p.b, p.c, p.c, &algo, &r) == CUBLAS_STATUS_SUCCESS &&
+  return cublasLtMatmulAlgoCheck(handle_, p.op.get(), p.a.get(), p.b.get(), p.c.get(), p.c.get(), &algo, &r) ==
+             CUBLAS_STATUS_SUCCESS &&
          r.workspaceSize <= kWorkspaceBytes;
 }
 
@@ -73,54 +67,39 @@ bool GemmLt::algo_fits(const Plan& p, const cublasLtMatmulAlgo_t& algo) {
 const cublasLtMatmulAlgo_t& GemmLt::algo_for(const GemmShape& s) {
   auto it = algos_.find(s.weight_key());
   if (it != algos_.end()) return it->second;
-  GemmShape ref = s;
-  ref.n_tokens = reference_tokens_;
-  Plan ref_plan = make_plan(ref);
-  std::array<Plan, 3> probes{};
+  const auto with_tokens = [&](int64_t n_tokens) {
+    GemmShape t = s;
+    t.n_tokens = n_tokens;
+    return t;
+  };
+  const Plan ref(with_tokens(reference_tokens_));
   // The GEMM route takes chunks of more than 32 rows: odd counts across that range.
-  const std::array<int64_t, 3> probe_tokens = {std::min<int64_t>(33, max_tokens_),
-                                               std::min<int64_t>(127, max_tokens_),
-                                               std::max<int64_t>(1, max_tokens_ - 1)};
-  cublasLtMatmulPreference_t pref = nullptr;
+  const Plan probes[] = {Plan(with_tokens(std::min<int64_t>(33, max_tokens_))),
+                         Plan(with_tokens(std::min<int64_t>(127, max_tokens_))),
+                         Plan(with_tokens(std::max<int64_t>(1, max_tokens_ - 1)))};
+  using PrefHandle = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, decltype(&cublasLtMatmulPreferenceDestroy)>;
+  cublasLtMatmulPreference_t raw_pref = nullptr;
+  CHORUS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&raw_pref));
+  const PrefHandle pref(raw_pref, &cublasLtMatmulPreferenceDestroy);
+  const size_t ws = kWorkspaceBytes;
+  CHORUS_CUBLAS_CHECK(
+      cublasLtMatmulPreferenceSetAttribute(pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
   std::array<cublasLtMatmulHeuristicResult_t, kCandidates> results{};
   int n_results = 0;
-  cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
-  try {
-    for (size_t i = 0; i < probes.size(); ++i) {
-      GemmShape ps = s;
-      ps.n_tokens = probe_tokens[i];
-      probes[i] = make_plan(ps);
-    }
-    CHORUS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-    const size_t ws = kWorkspaceBytes;
-    CHORUS_CUBLAS_CHECK(
-        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
-    st = cublasLtMatmulAlgoGetHeuristic(handle_, ref_plan.op, ref_plan.a, ref_plan.b, ref_plan.c, ref_plan.c, pref,
-                                        kCandidates, results.data(), &n_results);
-  } catch (...) {
-    if (pref) cublasLtMatmulPreferenceDestroy(pref);
-    destroy(ref_plan);
-    for (Plan& p : probes) destroy(p);
-    throw;
+  if (cublasLtMatmulAlgoGetHeuristic(handle_, ref.op.get(), ref.a.get(), ref.b.get(), ref.c.get(), ref.c.get(),
+                                     pref.get(), kCandidates, results.data(), &n_results) != CUBLAS_STATUS_SUCCESS) {
+    n_results = 0;
   }
-  cublasLtMatmulPreferenceDestroy(pref);
-  int chosen = -1;
-  for (int i = 0; st == CUBLAS_STATUS_SUCCESS && i < n_results && chosen < 0; ++i) {
+  for (int i = 0; i < n_results; ++i) {
     const cublasLtMatmulAlgo_t& a = results[static_cast<size_t>(i)].algo;
     if (!row_invariant(a)) continue;
     bool fits = true;
     for (const Plan& p : probes) fits = fits && algo_fits(p, a);
-    if (fits) chosen = i;
+    if (fits) return algos_.emplace(s.weight_key(), a).first->second;
   }
-  destroy(ref_plan);
-  for (Plan& p : probes) destroy(p);
-  if (chosen < 0) {
-    throw CudaError("cuBLASLt offered no split-K-free algorithm for a " + std::to_string(reference_tokens_) + "x" +
-                    std::to_string(s.n_rows_w) + "x" + std::to_string(s.k) +
-                    " f16 GEMM that also takes fewer rows, on " + describe_device() + " (" +
-                    std::to_string(n_results) + " candidates)");
-  }
-  return algos_.emplace(s.weight_key(), results[static_cast<size_t>(chosen)].algo).first->second;
+  throw CudaError("cuBLASLt offered no split-K-free algorithm for a " + std::to_string(reference_tokens_) + "x" +
+                  std::to_string(s.n_rows_w) + "x" + std::to_string(s.k) + " f16 GEMM that also takes fewer rows, on " +
+                  describe_device() + " (" + std::to_string(n_results) + " candidates)");
 }
 
 GemmLt::Plan& GemmLt::plan_for(const GemmShape& s) {
@@ -131,21 +110,20 @@ GemmLt::Plan& GemmLt::plan_for(const GemmShape& s) {
                     std::to_string(max_tokens_));
   }
   const cublasLtMatmulAlgo_t& algo = algo_for(s);
-  Plan p = make_plan(s);
+  Plan p(s);
   if (!algo_fits(p, algo)) {
-    destroy(p);
     throw CudaError("cuBLASLt's algorithm for " + std::to_string(s.n_rows_w) + "x" + std::to_string(s.k) +
                     " weights does not take " + std::to_string(s.n_tokens) + " rows on " + describe_device());
   }
   p.algo = algo;
-  return plans_.emplace(s.key(), p).first->second;
+  return plans_.emplace(s.key(), std::move(p)).first->second;
 }
 
 void GemmLt::run(const GemmShape& s, const __half* w, const __half* x, float* out, cudaStream_t stream) {
   Plan& p = plan_for(s);
   const float alpha = 1.0f, beta = 0.0f;
-  CHORUS_CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, out, p.c, out, p.c, &p.algo,
-                                     workspace_.get(), kWorkspaceBytes, stream));
+  CHORUS_CUBLAS_CHECK(cublasLtMatmul(handle_, p.op.get(), &alpha, w, p.a.get(), x, p.b.get(), &beta, out, p.c.get(),
+                                     out, p.c.get(), &p.algo, workspace_.get(), kWorkspaceBytes, stream));
 }
 
 }  // namespace chorus::cuda

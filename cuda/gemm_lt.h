@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <tuple>
 
 #include "cuda/device_memory.h"
@@ -44,16 +45,19 @@ class GemmLt {
   void run(const GemmShape& shape, const __half* w, const __half* x, float* out, cudaStream_t stream);
 
  private:
+  using DescPtr = std::unique_ptr<cublasLtMatmulDescOpaque_t, decltype(&cublasLtMatmulDescDestroy)>;
+  using LayoutPtr = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, decltype(&cublasLtMatrixLayoutDestroy)>;
+  // One shape's descriptors (owned) and the algorithm it runs.
   struct Plan {
-    cublasLtMatmulDesc_t op = nullptr;
-    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    DescPtr op{nullptr, &cublasLtMatmulDescDestroy};
+    LayoutPtr a{nullptr, &cublasLtMatrixLayoutDestroy}, b{nullptr, &cublasLtMatrixLayoutDestroy},
+        c{nullptr, &cublasLtMatrixLayoutDestroy};
     cublasLtMatmulAlgo_t algo{};
+    explicit Plan(const GemmShape& shape);  // descriptors only
   };
   Plan& plan_for(const GemmShape& shape);
   const cublasLtMatmulAlgo_t& algo_for(const GemmShape& shape);
-  Plan make_plan(const GemmShape& shape);                   // descriptors only
   bool algo_fits(const Plan& p, const cublasLtMatmulAlgo_t& algo);  // cublasLtMatmulAlgoCheck
-  static void destroy(Plan& p);
 
   cublasLtHandle_t handle_ = nullptr;
   int64_t max_tokens_ = 0, reference_tokens_ = 0;
