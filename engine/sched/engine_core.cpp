@@ -17,8 +17,8 @@ SchedulerConfig scheduler_config(const Backend& backend, const EngineCoreConfig&
   // largest call: the weights are read once for all of them.
   s.max_prefill_seqs = std::max(1, std::min(backend.max_prefill_seqs(), s.max_batch));
   if (config.max_prefill_seqs > 0) s.max_prefill_seqs = std::min(s.max_prefill_seqs, config.max_prefill_seqs);
-  s.prefill_step_tokens = s.max_prefill_seqs > 1 ? std::max(s.prefill_chunk_tokens, backend.max_prefill_tokens())
-                                                 : s.prefill_chunk_tokens;
+  // (The scheduler raises a step budget below one chunk to one chunk.)
+  if (s.max_prefill_seqs > 1) s.prefill_step_tokens = backend.max_prefill_tokens();
   s.context_tokens = config.context_tokens;
   const int32_t n_ctx_train = backend.config().n_ctx_train;
   if (n_ctx_train > 0) s.context_tokens = std::min(s.context_tokens, n_ctx_train);
