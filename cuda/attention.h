@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "cuda/rope.cuh"
+#include "cuda/trace_span.h"
 
 namespace chorus::cuda {
 
@@ -59,6 +60,7 @@ struct DecodeAttentionParams {
   // launch_attention_decode chooses from the occupancy; always 1 in a cluster). Each chunk's
   // partial is computed as by a block of its own, so the bits do not depend on it.
   int32_t chunks_per_block = 0;
+  TraceSpan* trace = nullptr;  // step_trace.h: stamped by every block when set
 };
 // Up to this many chunks per row (grid_chunks), a (kv head, row)'s chunk blocks form a
 // thread-block cluster and merge through distributed shared memory (the portable cluster size).

@@ -26,6 +26,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/launch.cuh"
 #include "cuda/occupancy.h"
+#include "cuda/step_trace.cuh"
 
 namespace chorus::cuda {
 namespace {
@@ -267,11 +268,9 @@ __device__ void cluster_merge(const AttentionParams& p, ChunkSmem<kG, kP>& s, in
   cluster.sync();  // the other blocks' shared memory lives until every block has read it
 }
 
-// At least 6 blocks per multiprocessor (<= 80 registers): at M = 32 a step has ~800 active
-// (row, kv head, chunk) blocks, each a chain of dependent memory round trips, so what counts
-// is how many run at once (95 registers allowed 5 per multiprocessor: two waves).
+// One block's work; the kernel below wraps it in the trace stamps (every return path ends there).
 template <int kG, int kP>
-__global__ void __launch_bounds__(kAttnThreads, 6) attention_decode_kernel(const DecodeAttentionParams d) {
+__device__ __forceinline__ void attention_decode_block(const DecodeAttentionParams& d) {
   __shared__ ChunkSmem<kG, kP> s;
   __shared__ int last_s;
   extern __shared__ __align__(16) __half kv_s[];  // [2][kAttnChunkTokens][head_dim]: K rows, V rows
@@ -294,6 +293,7 @@ __global__ void __launch_bounds__(kAttnThreads, 6) attention_decode_kernel(const
     if (writes_kv) kv_off = n_mine == 1 ? s.row_off[pos - first * kAttnChunkTokens] : cache_row(p, row, kvh, pos);
   }
   pdl_wait();
+  trace_release(d.trace);
   pdl_trigger();
   if (!active && !d.cluster_merge) return;  // in a cluster every block takes part in the merge
 
@@ -329,6 +329,16 @@ __global__ void __launch_bounds__(kAttnThreads, 6) attention_decode_kernel(const
   __threadfence();
   merge_chunks<kG, kP>(p, s, row, kvh, n_chunks);
   if (threadIdx.x == 0) *counter = 0;  // ready for the next launch
+}
+
+// At least 6 blocks per multiprocessor (<= 80 registers): at M = 32 a step has ~800 active
+// (row, kv head, chunk) blocks, each a chain of dependent memory round trips, so what counts
+// is how many run at once (95 registers allowed 5 per multiprocessor: two waves).
+template <int kG, int kP>
+__global__ void __launch_bounds__(kAttnThreads, 6) attention_decode_kernel(const DecodeAttentionParams d) {
+  trace_entry(d.trace);
+  attention_decode_block<kG, kP>(d);
+  trace_exit(d.trace);
 }
 
 using DecodeKernel = void (*)(DecodeAttentionParams);

@@ -18,6 +18,7 @@
 #include "cuda/gemv.h"
 #include "cuda/layer_ops.h"
 #include "cuda/sampling.h"
+#include "cuda/step_trace.h"
 #include "engine/backend/backend.h"
 #include "engine/model/model_file.h"
 
@@ -65,6 +66,12 @@ class CudaBackend final : public Backend {
   // launches). For measurements.
   void set_tuning(const CudaTuning& t);
   const CudaTuning& tuning() const { return tuning_; }
+  // Decode steps stamp a timeline of their launches (step_trace.h) while on; switching drops
+  // the captured graphs. For measurements: each stamp is an atomic per block.
+  void set_step_trace(bool on);
+  // The launches of the last decode step with their times (empty while tracing is off);
+  // waits for the step.
+  std::vector<TraceRecord> read_step_trace();
 
  private:
   CudaBackend() = default;
@@ -81,10 +88,12 @@ class CudaBackend final : public Backend {
     GemvOutput out;
     GemvSplitShape split;
     int32_t part_stride = 0;  // output columns of the whole product
+    const char* label = "";   // its name in a step trace
   };
   void enqueue_gemv(const GemvCall& call, int32_t n_rows);
   GemvParams gemv_params(const GemvCall& call, int32_t n_rows, int first, int last, int32_t col) const;
-  void enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, GemvSplitShape split, int32_t n_rows);
+  void enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, GemvSplitShape split, int32_t n_rows,
+                             const char* label);
   // The normalized residual rows [row_begin, +n_rows) as a GEMV input: fused into the GEMV's
   // staging for few rows, else normalized once into h_ by a pass (same f16 values either way).
   GemvInput norm_input(const float* norm_w, int32_t n_rows, int32_t row_begin = 0);
@@ -120,6 +129,10 @@ class CudaBackend final : public Backend {
   QkvRopeParams qkv_rope_params(const AttentionParams& ap, const DeviceLayer* biases) const;
   void enqueue_lm_head(int32_t row_begin, int32_t n_rows);
   void enqueue_sample(int32_t n_rows);
+  // A span for the launch being enqueued while a traced decode step is enqueued, else nullptr.
+  TraceSpan* trace_slot(const char* label, int64_t size_bytes) const {
+    return trace_ ? trace_->slot(label, size_bytes) : nullptr;
+  }
   void enqueue_decode(int32_t n_rows, int32_t max_chunks);
   void run_decode_graph(int32_t n_rows, int32_t max_chunks);
 
@@ -179,6 +192,7 @@ class CudaBackend final : public Backend {
   // baked into the launches changes. The next step of each shape captures again.
   void drop_graphs();
   BackendCounters counters_;
+  std::unique_ptr<StepTrace> trace_;  // set_step_trace
 };
 
 }  // namespace chorus::cuda

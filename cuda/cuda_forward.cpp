@@ -58,6 +58,7 @@ GemvInput CudaBackend::norm_input(const float* norm_w, int32_t n_rows, int32_t r
   np.n_rows = n_rows;
   np.out = h_.get();
   np.out_stride = h_stride_;
+  np.trace = trace_slot("norm", 0);
   launch_norm_rows(np, stream_->get());
   return half_input(h_.get());
 }
@@ -108,6 +109,9 @@ GemvParams CudaBackend::gemv_params(const GemvCall& call, int32_t n_rows, int fi
   }
   p.x_budget_bytes = tuning_.gemv_x_budget_bytes;
   p.early_loads = tuning_.gemv_early_loads;
+  int64_t size_bytes = 0;
+  for (int i = first; i < last; ++i) size_bytes += static_cast<int64_t>(call.mats[i]->data.size_bytes());
+  p.trace = trace_slot(call.label, size_bytes);
   return p;
 }
 
@@ -222,6 +226,7 @@ void CudaBackend::enqueue_attention_gemv(int32_t il, int32_t n_rows, int32_t gri
     d.counters = attn_counters_.get();
     d.cluster_max_rows = tuning_.attn_cluster_max_rows;
     d.chunks_per_block = tuning_.attn_chunks_per_block;
+    d.trace = trace_slot("attn", 0);
     launch_attention_decode(d, stream_->get());
     return;
   }
@@ -242,14 +247,16 @@ void CudaBackend::enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, RowKi
     qkv.out = sum_output(mm_out_.get(), mm_stride_);
     qkv.split = split_qkv_;
     qkv.part_stride = n_qkv;
+    qkv.label = "qkv";
     enqueue_gemv(qkv, n_rows);
     enqueue_attention_gemv(il, n_rows, grid_chunks, kind);
 
-    enqueue_residual_gemv(L.wo, h_.get(), split_o_, n_rows);
+    enqueue_residual_gemv(L.wo, h_.get(), split_o_, n_rows, "o");
 
     GemvCall ffn;
     ffn.in = norm_input(L.ffn_norm.get(), n_rows);
     ffn.split = split_ffn_up_;
+    ffn.label = "ffn_up";
     if (L.ffn_fused()) {
       ffn.mats[0] = &L.w_gate_up;
       ffn.n_mats = 1;
@@ -275,7 +282,7 @@ void CudaBackend::enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, RowKi
       launch_swiglu(sw, stream_->get());
     }
 
-    enqueue_residual_gemv(L.w_down, h_ff_.get(), split_down_, n_rows);
+    enqueue_residual_gemv(L.w_down, h_ff_.get(), split_down_, n_rows, "down");
   }
 }
 
@@ -285,7 +292,8 @@ void CudaBackend::set_tuning(const CudaTuning& t) {
 }
 
 // residual += m x for f16 rows x (the attention output or the SwiGLU output).
-void CudaBackend::enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, GemvSplitShape split, int32_t n_rows) {
+void CudaBackend::enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, GemvSplitShape split, int32_t n_rows,
+                                        const char* label) {
   GemvCall call;
   call.mats[0] = &m;
   call.n_mats = 1;
@@ -293,6 +301,7 @@ void CudaBackend::enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, 
   call.out = residual_output();
   call.split = split;
   call.part_stride = model_->config.n_embd;
+  call.label = label;
   enqueue_gemv(call, n_rows);
 }
 
@@ -402,6 +411,7 @@ void CudaBackend::enqueue_lm_head(int32_t row_begin, int32_t n_rows) {
   lm.out.argmax_idx = argmax_idx_.get();
   lm.split = split_lm_;
   lm.part_stride = static_cast<int32_t>(m.n_rows);
+  lm.label = "lm_head";
   enqueue_gemv(lm, n_rows);
 }
 

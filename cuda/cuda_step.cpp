@@ -11,6 +11,9 @@
 namespace chorus::cuda {
 namespace {
 
+// Spans of a traced step: ~5 launches a layer, and a few per step.
+constexpr int32_t kMaxTracedLaunches = 1024;
+
 int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
@@ -27,14 +30,28 @@ int32_t chunk_bucket(int32_t needed, int32_t max_chunks) {
 }  // namespace
 
 void CudaBackend::enqueue_decode(int32_t n_rows, int32_t grid_chunks) {
+  if (trace_) trace_->begin_enqueue();
   enqueue_embed(n_rows);
   enqueue_layers_gemv(n_rows, grid_chunks, RowKind::Decode);
   enqueue_lm_head(0, n_rows);
   enqueue_sample(n_rows);
+  if (trace_) trace_->end_enqueue();
+}
+
+void CudaBackend::set_step_trace(bool on) {
+  // A step in flight may still stamp the old spans.
+  CHORUS_CUDA_CHECK(cudaStreamSynchronize(stream_->get()));
+  trace_ = on ? std::make_unique<StepTrace>(kMaxTracedLaunches) : nullptr;
+  drop_graphs();  // the spans' addresses are baked into captured launches
+}
+
+std::vector<TraceRecord> CudaBackend::read_step_trace() {
+  return trace_ ? trace_->read(stream_->get()) : std::vector<TraceRecord>{};
 }
 
 void CudaBackend::run_decode_graph(int32_t n_rows, int32_t grid_chunks) {
   cudaStream_t s = stream_->get();
+  if (trace_) trace_->arm(s);  // every span, before this step's launches (captured or not) run
   const GraphKey key{n_rows, grid_chunks, buffers_generation_};
   if (graph_mode_ == GraphMode::Eager || eager_keys_.count(key)) {
     enqueue_decode(n_rows, grid_chunks);

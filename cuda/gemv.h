@@ -24,6 +24,7 @@
 
 #include <cstdint>
 
+#include "cuda/trace_span.h"
 #include "engine/quant/tensor_type.h"
 
 namespace chorus::cuda {
@@ -168,6 +169,7 @@ struct GemvParams {
   int32_t early_loads = 0;
   int32_t resid_smem_offset = 0;  // set by launch_gemv: > 0: the prefetched residual rows (kGemvEarlyResidual)
   CUtensorMap x_map{};        // set by launch_gemv (tensor_map.h), read in place by the kernel
+  TraceSpan* trace = nullptr;  // step_trace.h: stamped by every block when set
 };
 
 // Whether the kernel stages this input asynchronously into two chunk buffers, by the copy

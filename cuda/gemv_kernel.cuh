@@ -26,6 +26,7 @@
 #include "cuda/mma.cuh"
 #include "cuda/norm_rows.cuh"
 #include "cuda/quant_tile.cuh"
+#include "cuda/step_trace.cuh"
 #include "cuda/weight_repack.h"
 
 namespace chorus::cuda {
@@ -320,6 +321,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
   }
   if (p.x_tma) __syncthreads();  // every thread waits on the x barriers: initialized for all
   pdl_wait();
+  trace_release(p.trace);
   pdl_trigger();
   // kGemvEarlyResidual: launch_nt sets the offset where this applies (one column group, a
   // residual output, the splits added in a cluster or a single split).
@@ -462,7 +464,9 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
   __shared__ float rstd_s[kGemvMaxSeqs];
   __shared__ int last_s;
   using S = GemvShape<kType, kNT>;
+  trace_entry(p.trace);
   gemv_block<kType, kNT>(p, locate_block(p.mats, 0, p.mats.n_mats, blockIdx.x, S::kBlockRows), smem, rstd_s, last_s);
+  trace_exit(p.trace);
 }
 
 // Matrices of two types in one launch (gemv.h, launch_gemv_pair): the blocks of matrices
@@ -477,12 +481,14 @@ __global__ void __launch_bounds__(GemvShape<kA, kNT>::kWarps * 32, GemvShape<kA,
   __shared__ float rstd_s[kGemvMaxSeqs];
   __shared__ int last_s;
   const int blocks_a = gemv_row_blocks_of(p.mats, 0, p.mats.n_mats_a, SA::kBlockRows);
+  trace_entry(p.trace);
   if (static_cast<int>(blockIdx.x) < blocks_a) {
     gemv_block<kA, kNT>(p, locate_block(p.mats, 0, p.mats.n_mats_a, blockIdx.x, SA::kBlockRows), smem, rstd_s, last_s);
   } else {
     gemv_block<kB, kNT>(p, locate_block(p.mats, p.mats.n_mats_a, p.mats.n_mats, blockIdx.x - blocks_a, SA::kBlockRows),
                         smem, rstd_s, last_s);
   }
+  trace_exit(p.trace);
 }
 
 }  // namespace chorus::cuda

@@ -2,6 +2,7 @@
 #include "cuda/launch.cuh"
 #include "cuda/layer_ops.h"
 #include "cuda/norm_rows.cuh"
+#include "cuda/step_trace.cuh"
 #include "cuda/weight_repack.h"
 
 namespace chorus::cuda {
@@ -77,7 +78,9 @@ __global__ void __launch_bounds__(kRowThreads) residual_norm_kernel(const Residu
 // barrier: at M = 32 the one-block-per-row version took 9.6 us a launch (ncu, v7 run 9).
 constexpr int kNormThreads = 128, kNormVec = 8;
 __global__ void __launch_bounds__(kNormThreads) norm_rows_kernel(const NormRowsParams p) {
+  trace_entry(p.trace);
   pdl_wait();
+  trace_release(p.trace);
   pdl_trigger();
   const int row = blockIdx.x, c = (blockIdx.y * kNormThreads + threadIdx.x) * kNormVec;
   float x[kNormVec], w[kNormVec];
@@ -96,6 +99,7 @@ __global__ void __launch_bounds__(kNormThreads) norm_rows_kernel(const NormRowsP
       if (c + j < p.n_cols) out[j] = h[j];
     }
   }
+  trace_exit(p.trace);
 }
 
 __device__ __forceinline__ int64_t cache_offset(const QkvRopeParams& p, int row, int kv_head) {

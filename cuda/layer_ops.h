@@ -47,6 +47,7 @@ struct NormRowsParams {
   int32_t n_rows = 0;
   __half* out = nullptr;  // [n_rows][out_stride]
   int32_t out_stride = 0;
+  TraceSpan* trace = nullptr;  // step_trace.h: stamped by every block when set
 };
 void launch_norm_rows(const NormRowsParams& p, cudaStream_t stream);
 

@@ -1,4 +1,4 @@
-// chorus-cuda-bench MODEL.gguf [N...] [--attn-cluster-max-rows=A,B...] [--attn-chunks-per-block=A,B...]
+// chorus-cuda-bench MODEL.gguf [N...] [--trace] [--attn-cluster-max-rows=A,B...] [--attn-chunks-per-block=A,B...]
 // [--gemv-x-budget=A,B...] [--gemv-early=A,B...] [--gemv-pair-max-rows=A,B...] [--gemv-splits=Q.O.U.D,...]: the CUDA backend alone
 // (no scheduler). For each N:
 // N random prompts of 128 tokens prefilled one by one, then 128 greedy decode steps of all
@@ -10,6 +10,9 @@
 // Split counts (CudaTuning::gemv_splits: q|k|v, output, gate|up, down; 0 keeps the
 // default) change the rounding, so their rows "sQ.O.U.D N ..." compare against solo runs
 // under the same splits.
+// With --trace, each N's 128 decode steps run once more with the step trace on
+// (cuda/step_trace.h), and where the steps' time went inside the graph is printed per launch
+// kind (those steps' tok/s are not reported: every block stamps a timer).
 // Then a 512-token prefill is timed.
 //
 // chorus-cuda-bench --profile decode|prefill MODEL.gguf [N]: the region for a profiler run
@@ -19,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <string>
@@ -46,7 +50,9 @@ struct Gen {
   double decode_s = 0;
 };
 
-Gen generate(Backend& b, const std::vector<std::vector<int32_t>>& prompts, const std::vector<int>& seqs) {
+// after_step (if set) runs after each timed decode step.
+Gen generate(Backend& b, const std::vector<std::vector<int32_t>>& prompts, const std::vector<int>& seqs,
+             const std::function<void()>& after_step = {}) {
   Gen g;
   std::vector<std::vector<int32_t>> tables;
   std::vector<int32_t> next;
@@ -77,6 +83,7 @@ Gen generate(Backend& b, const std::vector<std::vector<int32_t>>& prompts, const
     auto r = b.decode(batch);
     if (!r) { std::fprintf(stderr, "decode: %s\n", r.message().c_str()); std::exit(1); }
     next = r->tokens;
+    if (after_step) after_step();
   }
   g.decode_s = now_s() - t0;
   return g;
@@ -218,6 +225,7 @@ int main(int argc, char** argv) {
   std::vector<int> pair_max_rows;     // --gemv-pair-max-rows=A,B,...: the same per two-type launch limit
   std::vector<std::string> splits;    // --gemv-splits=Q.O.U.D,...: the same per split override
   std::vector<cuda::CudaTuning::Splits> split_values;
+  bool trace = false;                 // --trace: a traced run of each N after the decode rows
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (parse_int_list(arg, "--attn-cluster-max-rows=", cluster_max_rows)) continue;
@@ -226,6 +234,10 @@ int main(int argc, char** argv) {
     if (parse_int_list(arg, "--gemv-early=", early_loads)) continue;
     if (parse_int_list(arg, "--gemv-pair-max-rows=", pair_max_rows)) continue;
     if (parse_list(arg, "--gemv-splits=", splits)) continue;
+    if (arg == "--trace") {
+      trace = true;
+      continue;
+    }
     ns.push_back(std::atoi(argv[i]));
   }
   if (ns.empty()) ns = {1, 8, 32};
@@ -275,6 +287,18 @@ int main(int argc, char** argv) {
     }
   };
   decode_rows("");
+  if (trace) {
+    (*b)->set_step_trace(true);
+    for (int n : ns) {
+      std::vector<int> seqs(static_cast<size_t>(n));
+      std::iota(seqs.begin(), seqs.end(), 0);
+      generate(**b, prompts, seqs);  // capture the traced graphs
+      std::vector<std::vector<cuda::TraceRecord>> steps;
+      generate(**b, prompts, seqs, [&] { steps.push_back((*b)->read_step_trace()); });
+      std::printf("N=%d %s", n, cuda::format_trace(cuda::summarize_trace(steps)).c_str());
+    }
+    (*b)->set_step_trace(false);
+  }
   const cuda::CudaTuning defaults = (*b)->tuning();
   // The decode rows again under `t` (labelled `prefix`), then the defaults back.
   auto tuned_rows = [&](const cuda::CudaTuning& t, const std::string& prefix) {

@@ -1,0 +1,118 @@
+#include "cuda/step_trace.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "cuda/cuda_check.h"
+
+namespace chorus::cuda {
+
+TraceSpan* StepTrace::slot(const char* label, int64_t size_bytes) {
+  if (!enqueuing_ || launches_.size() >= spans_.size()) return nullptr;
+  launches_.push_back({label, size_bytes});
+  return spans_.get() + (launches_.size() - 1);
+}
+
+void StepTrace::arm(cudaStream_t s) {
+  CHORUS_CUDA_CHECK(cudaMemsetAsync(spans_.get(), 0xff, spans_.size_bytes(), s));
+}
+
+std::vector<TraceRecord> StepTrace::read(cudaStream_t s) const {
+  std::vector<TraceSpan> spans(launches_.size());
+  if (!spans.empty()) {
+    CHORUS_CUDA_CHECK(cudaMemcpyAsync(spans.data(), spans_.get(), spans.size() * sizeof(TraceSpan),
+                                      cudaMemcpyDeviceToHost, s));
+  }
+  CHORUS_CUDA_CHECK(cudaStreamSynchronize(s));
+  std::vector<TraceRecord> out(spans.size());
+  constexpr unsigned long long kUnset = ~0ull;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    TraceRecord& r = out[i];
+    r.label = launches_[i].label;
+    r.size_bytes = launches_[i].size_bytes;
+    const TraceSpan& sp = spans[i];
+    r.stamped = sp.entry_ns != kUnset && sp.release_ns != kUnset && sp.exit_inv_ns != kUnset;
+    if (!r.stamped) continue;
+    r.entry_ns = sp.entry_ns;
+    r.release_ns = sp.release_ns;
+    r.exit_ns = ~sp.exit_inv_ns;
+  }
+  return out;
+}
+
+TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps) {
+  TraceSummary s;
+  struct Acc {
+    size_t order = 0;
+    double launches = 0, size_bytes = 0, crit_ns = 0, gap_ns = 0, body_ns = 0, lead_ns = 0;
+  };
+  std::map<std::string, Acc> acc;
+  double step_ns = 0, n_stamps = 0, n_whole_us = 0;
+  for (const std::vector<TraceRecord>& step : steps) {
+    if (step.empty() || !std::all_of(step.begin(), step.end(), [](const TraceRecord& r) { return r.stamped; })) {
+      continue;
+    }
+    ++s.n_steps;
+    step_ns += static_cast<double>(step.back().exit_ns) - static_cast<double>(step.front().release_ns);
+    for (size_t i = 0; i < step.size(); ++i) {
+      const TraceRecord& r = step[i];
+      // The first launch has no traced predecessor: its share starts at its own release.
+      const double prev_exit = i > 0 ? static_cast<double>(step[i - 1].exit_ns) : static_cast<double>(r.release_ns);
+      auto [it, fresh] = acc.try_emplace(r.label);
+      if (fresh) it->second.order = acc.size();
+      Acc& a = it->second;
+      a.launches += 1;
+      a.size_bytes += static_cast<double>(r.size_bytes);
+      a.crit_ns += static_cast<double>(r.exit_ns) - prev_exit;
+      a.gap_ns += static_cast<double>(r.release_ns) - prev_exit;
+      a.body_ns += static_cast<double>(r.exit_ns) - static_cast<double>(r.release_ns);
+      a.lead_ns += static_cast<double>(r.release_ns) - static_cast<double>(r.entry_ns);
+      for (uint64_t t : {r.entry_ns, r.release_ns, r.exit_ns}) {
+        n_stamps += 1;
+        n_whole_us += t % 1000 == 0 ? 1 : 0;
+      }
+    }
+  }
+  if (s.n_steps == 0) return s;
+  const double n = s.n_steps;
+  s.step_us = step_ns / n / 1e3;
+  s.timer_1us_share = n_whole_us / n_stamps;
+  std::vector<std::pair<size_t, TraceRow>> rows;
+  for (const auto& [label, a] : acc) {
+    TraceRow r;
+    r.label = label;
+    r.launches_per_step = a.launches / n;
+    r.size_mb_per_step = a.size_bytes / n / 1e6;
+    r.crit_us_per_step = a.crit_ns / n / 1e3;
+    r.gap_us = a.gap_ns / a.launches / 1e3;
+    r.body_us = a.body_ns / a.launches / 1e3;
+    r.lead_us = a.lead_ns / a.launches / 1e3;
+    rows.emplace_back(a.order, r);
+  }
+  std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (auto& [order, r] : rows) s.rows.push_back(std::move(r));
+  return s;
+}
+
+std::string format_trace(const TraceSummary& s) {
+  if (s.n_steps == 0) return "trace: no fully stamped step\n";
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "trace: %d steps, %.1f us a step (first release -> last exit)%s\n", s.n_steps,
+                s.step_us, s.timer_1us_share > 0.9 ? "; the global timer ticks in whole us here" : "");
+  out += line;
+  std::snprintf(line, sizeof line, "  %-8s %8s %9s %9s %6s %8s %8s %8s %8s\n", "launch", "n/step", "MB/step",
+                "crit us", "crit%", "gap us", "body us", "lead us", "GB/s");
+  out += line;
+  for (const TraceRow& r : s.rows) {
+    const double gbps = r.crit_us_per_step > 0 ? r.size_mb_per_step / r.crit_us_per_step * 1e3 : 0;  // MB/us = TB/s
+    std::snprintf(line, sizeof line, "  %-8s %8.1f %9.1f %9.1f %5.1f%% %8.2f %8.2f %8.2f %8.0f\n", r.label.c_str(),
+                  r.launches_per_step, r.size_mb_per_step, r.crit_us_per_step, 100.0 * r.crit_us_per_step / s.step_us,
+                  r.gap_us, r.body_us, r.lead_us, gbps);
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace chorus::cuda

@@ -1,0 +1,76 @@
+#pragma once
+// A decode step's timeline as the GPU ran it, for measurements (chorus-cuda-bench --trace).
+// ncu profiles one kernel at a time with caches flushed, so it cannot show what a replayed
+// graph of ~160 launches chained by PDL spends between and across its launches. Here each
+// traced launch gets a TraceSpan that its blocks stamp with the global timer: the first
+// block's entry, the first return from pdl_wait (the moment the previous launch's results
+// were released to this one) and the last block's exit. From consecutive launches follow:
+//   gap   = release - previous exit   (the dependency hand-over: grid completion, flush, release)
+//   body  = exit - release            (the launch's own work once it may start)
+//   lead  = release - entry           (how long its blocks were resident before the release)
+//   crit  = exit - previous exit      (its share of the step's critical path: gap + body)
+// The crit values of a step add up to the step (first release -> last exit).
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cuda/device_memory.h"
+#include "cuda/trace_span.h"
+
+namespace chorus::cuda {
+
+// One traced launch of a step, as read back.
+struct TraceRecord {
+  std::string label;       // what the launch computes: "qkv", "attn", "o", "ffn_up", "down", "lm_head", "norm"
+  int64_t size_bytes = 0;  // weight bytes it reads (0 where it reads none)
+  bool stamped = false;    // false: no block wrote the span (a launch captured without tracing)
+  uint64_t entry_ns = 0, release_ns = 0, exit_ns = 0;
+};
+
+// Per label over a run of steps.
+struct TraceRow {
+  std::string label;
+  double launches_per_step = 0;
+  double size_mb_per_step = 0;  // weight MB read per step by this label's launches
+  double crit_us_per_step = 0;  // its share of the step's critical path
+  double gap_us = 0, body_us = 0, lead_us = 0;  // means per launch
+};
+
+struct TraceSummary {
+  int n_steps = 0;
+  double step_us = 0;  // mean first release -> last exit
+  std::vector<TraceRow> rows;  // in order of first appearance in a step
+  double timer_1us_share = 0;  // share of stamps that are whole microseconds (1.0: the timer ticks in us)
+};
+
+// Steps whose launch lists differ in labels are summarized by position regardless; steps with
+// an unstamped launch are skipped. An empty input gives n_steps = 0.
+TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps);
+std::string format_trace(const TraceSummary& s);
+
+// The device side: a span per launch of one enqueued step, and the labels beside them.
+class StepTrace {
+ public:
+  explicit StepTrace(int32_t max_launches) : spans_(static_cast<size_t>(max_launches)) {}
+  // Between these two calls the launches being enqueued take consecutive spans (a graph
+  // captured then keeps their addresses); outside them slot() gives nullptr.
+  void begin_enqueue() {
+    launches_.clear();
+    enqueuing_ = true;
+  }
+  void end_enqueue() { enqueuing_ = false; }
+  TraceSpan* slot(const char* label, int64_t size_bytes);  // nullptr when not enqueuing or full
+  void arm(cudaStream_t s);                                 // every span, before a step's launches run
+  std::vector<TraceRecord> read(cudaStream_t s) const;      // waits for the stream
+ private:
+  struct Launch {
+    const char* label;
+    int64_t size_bytes;
+  };
+  DeviceBuffer<TraceSpan> spans_;
+  std::vector<Launch> launches_;
+  bool enqueuing_ = false;
+};
+
+}  // namespace chorus::cuda

@@ -1,0 +1,184 @@
+// The decode step trace (cuda/step_trace.h): the summary's arithmetic on hand-made records
+// (no GPU needed), and on a GPU that a traced step stamps every launch in the order the PDL
+// chain promises, without changing a single output bit.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <numeric>
+#include <random>
+
+#include "cuda/cuda_backend.h"
+#include "cuda/step_trace.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace chorus::cuda {
+namespace {
+
+TraceRecord rec(const char* label, int64_t size_bytes, uint64_t entry, uint64_t release, uint64_t exit) {
+  TraceRecord r;
+  r.label = label;
+  r.size_bytes = size_bytes;
+  r.stamped = true;
+  r.entry_ns = entry;
+  r.release_ns = release;
+  r.exit_ns = exit;
+  return r;
+}
+
+TEST(StepTraceSummary, SharesAddUpToTheStepPerLabel) {
+  // Two steps of qkv -> attn -> o; the second step is 1 us slower in attention's body.
+  std::vector<std::vector<TraceRecord>> steps = {
+      {rec("qkv", 1000000, 0, 2000, 10000), rec("attn", 0, 5000, 11000, 20000), rec("o", 500000, 15000, 21000, 30000)},
+      {rec("qkv", 1000000, 100000, 102000, 110000), rec("attn", 0, 105000, 111000, 121000),
+       rec("o", 500000, 115000, 122000, 131000)},
+  };
+  const TraceSummary s = summarize_trace(steps);
+  ASSERT_EQ(s.n_steps, 2);
+  EXPECT_DOUBLE_EQ(s.step_us, (28.0 + 29.0) / 2);  // first release -> last exit
+  ASSERT_EQ(s.rows.size(), 3u);
+  EXPECT_EQ(s.rows[0].label, "qkv");  // order of appearance, not alphabetical
+  EXPECT_EQ(s.rows[1].label, "attn");
+  EXPECT_EQ(s.rows[2].label, "o");
+  // The first launch's share starts at its release.
+  EXPECT_DOUBLE_EQ(s.rows[0].crit_us_per_step, 8.0);
+  EXPECT_DOUBLE_EQ(s.rows[0].gap_us, 0.0);
+  EXPECT_DOUBLE_EQ(s.rows[0].lead_us, 2.0);
+  // attn: gaps 1 us, bodies 9 and 10 us, leads 6 us.
+  EXPECT_DOUBLE_EQ(s.rows[1].crit_us_per_step, 10.5);
+  EXPECT_DOUBLE_EQ(s.rows[1].gap_us, 1.0);
+  EXPECT_DOUBLE_EQ(s.rows[1].body_us, 9.5);
+  EXPECT_DOUBLE_EQ(s.rows[1].lead_us, 6.0);
+  EXPECT_DOUBLE_EQ(s.rows[2].crit_us_per_step, 10.0);
+  EXPECT_DOUBLE_EQ(s.rows[2].gap_us, 1.0);
+  EXPECT_DOUBLE_EQ(s.rows[2].size_mb_per_step, 0.5);
+  double crit = 0;
+  for (const TraceRow& r : s.rows) crit += r.crit_us_per_step;
+  EXPECT_DOUBLE_EQ(crit, s.step_us);
+  EXPECT_DOUBLE_EQ(s.timer_1us_share, 1.0);  // every stamp above is a whole microsecond
+  EXPECT_NE(format_trace(s).find("whole us"), std::string::npos);
+}
+
+TEST(StepTraceSummary, SkipsStepsWithUnstampedLaunches) {
+  std::vector<std::vector<TraceRecord>> steps = {
+      {rec("qkv", 0, 1, 3, 7), rec("o", 0, 4, 9, 15)},
+      {rec("qkv", 0, 1, 3, 7), TraceRecord{"o", 0, false, 0, 0, 0}},
+      {},
+  };
+  const TraceSummary s = summarize_trace(steps);
+  EXPECT_EQ(s.n_steps, 1);
+  EXPECT_DOUBLE_EQ(s.step_us, 12e-3);
+  EXPECT_DOUBLE_EQ(s.timer_1us_share, 0.0);
+  EXPECT_EQ(format_trace(summarize_trace({})), "trace: no fully stamped step\n");
+}
+
+namespace fs = std::filesystem;
+
+std::string tiny_model() { return test::peer_dir() + "/logits/tiny-llama-q4_k_m.gguf"; }
+
+struct Decoded {
+  std::vector<std::vector<float>> logits;
+  std::vector<std::vector<TraceRecord>> traces;
+};
+
+// n sequences with short random prompts, then n_steps greedy decode steps together; the step
+// trace read after each step.
+Decoded decode(CudaBackend& b, int n, int n_steps) {
+  std::mt19937 rng(5);
+  Decoded d;
+  std::vector<std::vector<int32_t>> tables;
+  std::vector<int32_t> next, lens;
+  for (int s = 0; s < n; ++s) {
+    std::vector<int32_t> table(8);
+    std::iota(table.begin(), table.end(), s * 8);
+    tables.push_back(table);
+    std::vector<int32_t> prompt(static_cast<size_t>(3 + 5 * s));
+    for (auto& t : prompt) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(b.config().n_vocab));
+    PrefillChunk c;
+    c.seq.block_table = tables.back();
+    c.tokens = prompt;
+    c.output = PrefillChunk::Output::SampleLast;
+    auto r = b.prefill(c);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.message());
+    next.push_back(r.ok() ? r->sampled_token : 0);
+    lens.push_back(static_cast<int32_t>(prompt.size()));
+  }
+  for (int step = 0; step < n_steps; ++step) {
+    DecodeBatch batch;
+    for (int s = 0; s < n; ++s) {
+      SeqState st;
+      st.seq_id = s;
+      st.block_table = tables[static_cast<size_t>(s)];
+      st.n_past = lens[static_cast<size_t>(s)] + step;
+      batch.seqs.push_back(st);
+      batch.tokens.push_back(next[static_cast<size_t>(s)]);
+    }
+    batch.logits = LogitsMode::Return;
+    auto r = b.decode(batch);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.message());
+    if (!r.ok()) break;
+    next = r->tokens;
+    d.logits.push_back(r->logits);
+    d.traces.push_back(b.read_step_trace());
+  }
+  return d;
+}
+
+TEST(StepTraceGpu, StampsEveryLaunchInChainOrderAndChangesNoBits) {
+  CHORUS_REQUIRE_GPU();
+  if (!fs::exists(tiny_model())) GTEST_SKIP() << "peer model missing";
+  for (GraphMode mode : {GraphMode::Replay, GraphMode::Eager}) {
+    for (int n : {1, 4}) {  // 4 rows: the norm pass is a launch of its own
+      CudaBackendOptions o;
+      o.base.max_batch = 8;
+      o.base.context_tokens = 128;
+      o.base.kv_cache_tokens = 8 * 128;
+      o.graphs = mode;
+      auto b = CudaBackend::create(tiny_model(), o);
+      ASSERT_TRUE(b.ok()) << b.message();
+      const Decoded plain = decode(**b, n, 6);
+      for (const auto& t : plain.traces) EXPECT_TRUE(t.empty());  // tracing is off by default
+      (*b)->set_step_trace(true);
+      const Decoded traced = decode(**b, n, 6);
+      ASSERT_EQ(plain.logits.size(), traced.logits.size());
+      for (size_t s = 0; s < plain.logits.size(); ++s) {
+        ASSERT_EQ(0, std::memcmp(plain.logits[s].data(), traced.logits[s].data(), plain.logits[s].size() * 4))
+            << "step " << s;
+      }
+      const int n_layers = (*b)->config().n_layers;
+      for (const auto& t : traced.traces) {
+        std::map<std::string, int> count;
+        for (const TraceRecord& r : t) ++count[r.label];
+        EXPECT_EQ(count["attn"], n_layers);
+        EXPECT_EQ(count["o"], n_layers);
+        EXPECT_EQ(count["down"], n_layers);
+        EXPECT_GE(count["qkv"], n_layers);  // one launch per weight type unless paired
+        EXPECT_GE(count["ffn_up"], n_layers);
+        EXPECT_EQ(count["norm"], n < 3 ? 0 : 2 * n_layers + 1);  // a pass before each normalized input
+        EXPECT_EQ(count["lm_head"], 1);
+        EXPECT_EQ(t.front().label, n < 3 ? "qkv" : "norm");
+        EXPECT_EQ(t.back().label, "lm_head");
+        EXPECT_GT(t.back().size_bytes, 0);
+        for (size_t i = 0; i < t.size(); ++i) {
+          ASSERT_TRUE(t[i].stamped) << "launch " << i << " (" << t[i].label << ")";
+          EXPECT_LE(t[i].entry_ns, t[i].release_ns) << i;
+          EXPECT_LE(t[i].release_ns, t[i].exit_ns) << i;
+          // PDL: no launch passes pdl_wait before every block of the one before has exited.
+          if (i > 0) {
+            EXPECT_GE(t[i].release_ns, t[i - 1].exit_ns) << "launch " << i << " (" << t[i].label << ")";
+          }
+        }
+      }
+      const TraceSummary sum = summarize_trace(traced.traces);
+      EXPECT_EQ(sum.n_steps, 6);
+      EXPECT_GT(sum.step_us, 0.0);
+      (*b)->set_step_trace(false);
+      const Decoded again = decode(**b, n, 2);
+      for (const auto& t : again.traces) EXPECT_TRUE(t.empty());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace chorus::cuda
