@@ -67,8 +67,8 @@ class CudaBackend final : public Backend {
   void set_tuning(const CudaTuning& t);
   const CudaTuning& tuning() const { return tuning_; }
   // Decode steps stamp a timeline of their launches (step_trace.h) while on; switching drops
-  // the captured graphs. For measurements: each stamp is an atomic per block.
-  void set_step_trace(bool on);
+  // the captured graphs. For measurements, in builds with kStepTraceBuilt (an error otherwise).
+  Status set_step_trace(bool on);
   // The launches of the last decode step with their times (empty while tracing is off);
   // waits for the step.
   std::vector<TraceRecord> read_step_trace();

@@ -38,11 +38,15 @@ void CudaBackend::enqueue_decode(int32_t n_rows, int32_t grid_chunks) {
   if (trace_) trace_->end_enqueue();
 }
 
-void CudaBackend::set_step_trace(bool on) {
+Status CudaBackend::set_step_trace(bool on) {
+  if (on && !kStepTraceBuilt) {
+    return make_error("this build has no step trace: configure with -DCHORUS_CUDA_STEP_TRACE=ON");
+  }
   // A step in flight may still stamp the old spans.
   CHORUS_CUDA_CHECK(cudaStreamSynchronize(stream_->get()));
   trace_ = on ? std::make_unique<StepTrace>(kMaxTracedLaunches) : nullptr;
   drop_graphs();  // the spans' addresses are baked into captured launches
+  return Ok{};
 }
 
 std::vector<TraceRecord> CudaBackend::read_step_trace() {

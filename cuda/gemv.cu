@@ -9,12 +9,18 @@
 namespace chorus::cuda {
 
 GemvSplitShape gemv_choose_splits(int64_t total_rows, int32_t n_tiles, int32_t n_sms) {
-  // Enough warps (16 rows x one split each) for about 8 per multiprocessor, keeping at least 2
-  // tiles per split so the f32 partials stay small next to the weights. (A target of 4 was
-  // faster only at N >= 16 and lost 20 % at 1B N = 8: perf-notes v13.)
+  // The fewest splits that give at least 6 warps (16 rows x one split each) per multiprocessor,
+  // keeping at least 2 tiles per split so the f32 partials stay small next to the weights.
+  // Doubling past 6 warps a multiprocessor doubles the blocks: the step trace (perf-notes v17)
+  // showed the 8B output and down products at 8 splits (512 blocks in clusters of 8) with blocks
+  // that became resident only 5-12 us after the launch's release, a second wave, where 4 splits
+  // (256 blocks) are all resident and prefetched before it. The old target (8 warps) chose 8
+  // there; 6 chooses 4 for the 8B output and down products, 1 for the 1B gate|up, 8 for the 1B
+  // down product, and the same as before elsewhere. (A target of 4 was faster only at N >= 16
+  // and lost 20 % at 1B N = 8: perf-notes v13.)
   const int64_t warps = (total_rows + 15) / 16;
   int32_t splits = 1;
-  while (warps * splits < 8 * n_sms && n_tiles / (splits * 2) >= 2 && splits < 16) splits *= 2;
+  while (warps * splits < 6 * n_sms && n_tiles / (splits * 2) >= 2 && splits < 16) splits *= 2;
   return gemv_split_shape(splits, n_tiles);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <map>
 
 #include "cuda/cuda_check.h"
@@ -32,11 +33,16 @@ std::vector<TraceRecord> StepTrace::read(cudaStream_t s) const {
     r.label = launches_[i].label;
     r.size_bytes = launches_[i].size_bytes;
     const TraceSpan& sp = spans[i];
-    r.stamped = sp.entry_ns != kUnset && sp.release_ns != kUnset && sp.exit_inv_ns != kUnset;
+    const unsigned long long fields[] = {sp.entry_first_ns,   sp.entry_last_inv_ns, sp.release_first_ns,
+                                         sp.release_last_inv_ns, sp.exit_first_ns,   sp.exit_last_inv_ns};
+    r.stamped = std::none_of(std::begin(fields), std::end(fields), [](unsigned long long f) { return f == kUnset; });
     if (!r.stamped) continue;
-    r.entry_ns = sp.entry_ns;
-    r.release_ns = sp.release_ns;
-    r.exit_ns = ~sp.exit_inv_ns;
+    r.entry_ns = sp.entry_first_ns;
+    r.last_entry_ns = ~sp.entry_last_inv_ns;
+    r.release_ns = sp.release_first_ns;
+    r.last_release_ns = ~sp.release_last_inv_ns;
+    r.first_exit_ns = sp.exit_first_ns;
+    r.exit_ns = ~sp.exit_last_inv_ns;
   }
   return out;
 }
@@ -46,6 +52,7 @@ TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps) {
   struct Acc {
     size_t order = 0;
     double launches = 0, size_bytes = 0, crit_ns = 0, gap_ns = 0, body_ns = 0, lead_ns = 0;
+    double last_entry_ns = 0, last_release_ns = 0, first_exit_ns = 0;  // from the first release
   };
   std::map<std::string, Acc> acc;
   double step_ns = 0, n_stamps = 0, n_whole_us = 0;
@@ -68,7 +75,10 @@ TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps) {
       a.gap_ns += static_cast<double>(r.release_ns) - prev_exit;
       a.body_ns += static_cast<double>(r.exit_ns) - static_cast<double>(r.release_ns);
       a.lead_ns += static_cast<double>(r.release_ns) - static_cast<double>(r.entry_ns);
-      for (uint64_t t : {r.entry_ns, r.release_ns, r.exit_ns}) {
+      a.last_entry_ns += static_cast<double>(r.last_entry_ns) - static_cast<double>(r.release_ns);
+      a.last_release_ns += static_cast<double>(r.last_release_ns) - static_cast<double>(r.release_ns);
+      a.first_exit_ns += static_cast<double>(r.first_exit_ns) - static_cast<double>(r.release_ns);
+      for (uint64_t t : {r.entry_ns, r.last_entry_ns, r.release_ns, r.last_release_ns, r.first_exit_ns, r.exit_ns}) {
         n_stamps += 1;
         n_whole_us += t % 1000 == 0 ? 1 : 0;
       }
@@ -88,6 +98,9 @@ TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps) {
     r.gap_us = a.gap_ns / a.launches / 1e3;
     r.body_us = a.body_ns / a.launches / 1e3;
     r.lead_us = a.lead_ns / a.launches / 1e3;
+    r.last_entry_us = a.last_entry_ns / a.launches / 1e3;
+    r.last_release_us = a.last_release_ns / a.launches / 1e3;
+    r.first_exit_us = a.first_exit_ns / a.launches / 1e3;
     rows.emplace_back(a.order, r);
   }
   std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
@@ -102,14 +115,17 @@ std::string format_trace(const TraceSummary& s) {
   std::snprintf(line, sizeof line, "trace: %d steps, %.1f us a step (first release -> last exit)%s\n", s.n_steps,
                 s.step_us, s.timer_1us_share > 0.9 ? "; the global timer ticks in whole us here" : "");
   out += line;
-  std::snprintf(line, sizeof line, "  %-8s %8s %9s %9s %6s %8s %8s %8s %8s\n", "launch", "n/step", "MB/step",
-                "crit us", "crit%", "gap us", "body us", "lead us", "GB/s");
+  out += "  (per launch, us: gap, body, lead as in cuda/step_trace.h; last in, last rl, 1st out: the last block's\n"
+         "   entry, the last block's release and the first block's exit, from the launch's first release)\n";
+  std::snprintf(line, sizeof line, "  %-8s %6s %8s %8s %6s %6s %7s %6s %7s %7s %7s %6s\n", "launch", "n/step",
+                "MB/step", "crit us", "crit%", "gap", "body", "lead", "last in", "last rl", "1st out", "GB/s");
   out += line;
   for (const TraceRow& r : s.rows) {
     const double gbps = r.crit_us_per_step > 0 ? r.size_mb_per_step / r.crit_us_per_step * 1e3 : 0;  // MB/us = TB/s
-    std::snprintf(line, sizeof line, "  %-8s %8.1f %9.1f %9.1f %5.1f%% %8.2f %8.2f %8.2f %8.0f\n", r.label.c_str(),
-                  r.launches_per_step, r.size_mb_per_step, r.crit_us_per_step, 100.0 * r.crit_us_per_step / s.step_us,
-                  r.gap_us, r.body_us, r.lead_us, gbps);
+    std::snprintf(line, sizeof line, "  %-8s %6.1f %8.1f %8.1f %5.1f%% %6.2f %7.2f %6.2f %7.2f %7.2f %7.2f %6.0f\n",
+                  r.label.c_str(), r.launches_per_step, r.size_mb_per_step, r.crit_us_per_step,
+                  100.0 * r.crit_us_per_step / s.step_us, r.gap_us, r.body_us, r.lead_us, r.last_entry_us,
+                  r.last_release_us, r.first_exit_us, gbps);
     out += line;
   }
   return out;

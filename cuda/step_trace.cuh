@@ -1,25 +1,37 @@
 #pragma once
 // The device side of StepTrace (step_trace.h): thread 0 of each block stamps the launch's
-// span. A null span (tracing off, the default) costs a compare per stamp. The span pointer is
-// read from the kernel's parameters at each stamp, so nothing stays live in registers between.
-#include "cuda/step_trace.h"
+// span when the build has the trace (trace_span.h) and the launch was given a span. The span
+// pointer is read from the kernel's parameters at each stamp, so nothing stays live in
+// registers between stamps.
+#include "cuda/trace_span.h"
 
 namespace chorus::cuda {
 
-__device__ __forceinline__ unsigned long long global_timer_ns() {
+#if CHORUS_STEP_TRACE
+__device__ __forceinline__ void trace_stamp(unsigned long long* first, unsigned long long* last_inv) {
+  if (threadIdx.x != 0) return;
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
+  atomicMin(first, t);
+  atomicMin(last_inv, ~t);
 }
-
 __device__ __forceinline__ void trace_entry(TraceSpan* s) {
-  if (s != nullptr && threadIdx.x == 0) atomicMin(&s->entry_ns, global_timer_ns());
+  if (s != nullptr) trace_stamp(&s->entry_first_ns, &s->entry_last_inv_ns);
 }
 __device__ __forceinline__ void trace_release(TraceSpan* s) {
-  if (s != nullptr && threadIdx.x == 0) atomicMin(&s->release_ns, global_timer_ns());
+  if (s != nullptr) trace_stamp(&s->release_first_ns, &s->release_last_inv_ns);
 }
+// Every thread of the block reaches the kernel's end (the kernels return block-uniformly), and
+// the block is done only when its last warp is: thread 0 stamps after a barrier.
 __device__ __forceinline__ void trace_exit(TraceSpan* s) {
-  if (s != nullptr && threadIdx.x == 0) atomicMin(&s->exit_inv_ns, ~global_timer_ns());
+  if (s == nullptr) return;
+  __syncthreads();
+  trace_stamp(&s->exit_first_ns, &s->exit_last_inv_ns);
 }
+#else
+__device__ __forceinline__ void trace_entry(TraceSpan*) {}
+__device__ __forceinline__ void trace_release(TraceSpan*) {}
+__device__ __forceinline__ void trace_exit(TraceSpan*) {}
+#endif
 
 }  // namespace chorus::cuda

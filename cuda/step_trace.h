@@ -25,7 +25,8 @@ struct TraceRecord {
   std::string label;       // what the launch computes: "qkv", "attn", "o", "ffn_up", "down", "lm_head", "norm"
   int64_t size_bytes = 0;  // weight bytes it reads (0 where it reads none)
   bool stamped = false;    // false: no block wrote the span (a launch captured without tracing)
-  uint64_t entry_ns = 0, release_ns = 0, exit_ns = 0;
+  // Global timer, ns: the first and the last block to enter, to return from pdl_wait, to exit.
+  uint64_t entry_ns = 0, last_entry_ns = 0, release_ns = 0, last_release_ns = 0, first_exit_ns = 0, exit_ns = 0;
 };
 
 // Per label over a run of steps.
@@ -34,12 +35,15 @@ struct TraceRow {
   double launches_per_step = 0;
   double size_mb_per_step = 0;  // weight MB read per step by this label's launches
   double crit_us_per_step = 0;  // its share of the step's critical path
-  double gap_us = 0, body_us = 0, lead_us = 0;  // means per launch
+  // Means per launch: gap, body and lead as in the file comment; then, from the first release,
+  // when the last block entered (late blocks were not resident at the release), when the last
+  // block passed pdl_wait, and when the first block was done.
+  double gap_us = 0, body_us = 0, lead_us = 0, last_entry_us = 0, last_release_us = 0, first_exit_us = 0;
 };
 
 struct TraceSummary {
   int n_steps = 0;
-  double step_us = 0;  // mean first release -> last exit
+  double step_us = 0;          // mean first release -> last exit
   std::vector<TraceRow> rows;  // in order of first appearance in a step
   double timer_1us_share = 0;  // share of stamps that are whole microseconds (1.0: the timer ticks in us)
 };
@@ -49,7 +53,8 @@ struct TraceSummary {
 TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps);
 std::string format_trace(const TraceSummary& s);
 
-// The device side: a span per launch of one enqueued step, and the labels beside them.
+// The device side: a span per launch of one enqueued step, and the labels beside them. Only
+// builds with kStepTraceBuilt stamp the spans.
 class StepTrace {
  public:
   explicit StepTrace(int32_t max_launches) : spans_(static_cast<size_t>(max_launches)) {}

@@ -1,14 +1,23 @@
 #pragma once
 // The span one traced launch writes (step_trace.h); a plain struct for the kernels' parameters.
 
+// Builds configured with -DCHORUS_CUDA_STEP_TRACE=ON compile the stamps into the kernels; in
+// other builds they are empty, so the submitted kernels carry no trace code (the stamps cost
+// the decode step ~1 % even when off: perf-notes, session 15).
+#ifndef CHORUS_STEP_TRACE
+#define CHORUS_STEP_TRACE 0
+#endif
+
 namespace chorus::cuda {
 
-// Written by the blocks of one launch (step_trace.cuh). All three fields are minima so that
-// one memset of 0xff arms a span: the exit is stored inverted (the minimum of ~t is ~max t).
+inline constexpr bool kStepTraceBuilt = CHORUS_STEP_TRACE != 0;
+
+// Written by the blocks of one launch (step_trace.cuh). Every field is a minimum, so that one
+// memset of 0xff arms a span; the latest times are stored inverted (the minimum of ~t is ~max t).
 struct TraceSpan {
-  unsigned long long entry_ns;     // min over blocks: kernel entry
-  unsigned long long release_ns;   // min over blocks: pdl_wait returned
-  unsigned long long exit_inv_ns;  // min over blocks of ~(exit time)
+  unsigned long long entry_first_ns, entry_last_inv_ns;      // kernel entry
+  unsigned long long release_first_ns, release_last_inv_ns;  // pdl_wait returned
+  unsigned long long exit_first_ns, exit_last_inv_ns;        // block done
 };
 
 }  // namespace chorus::cuda

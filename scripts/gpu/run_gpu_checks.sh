@@ -7,9 +7,12 @@
 # Build them here with scripts/gpu/build_carry.sh. Runs the kernel and backend tests,
 # generates the synthetic q4_k_m models there (too big to carry), benchmarks them, and prints
 # a short table last. Full logs go to $OUT (few files: the device tool returns at most 8).
-# Stages (STAGES, comma separated): tests, bench, profile, esynth (start the Engine's synthetic
-# 8B model in the background), assemble (a model carried in parts), enginebench. TESTS (a glob,
-# default test_*) picks the test binaries; PROFILE_RUNS, DETAIL and SASS (below) pick launches;
+# Stages (STAGES, comma separated): tests, bench, trace (chorus-cuda-bench-traced --trace: where
+# a graphed decode step's time goes, per launch kind; cuda/step_trace.h), profile, esynth (start
+# the Engine's synthetic 8B model in the background), assemble (a model carried in parts),
+# enginebench. TRACE_NS: the N list of stage trace (default "1 8 32"); TRACE_ARGS more of its
+# options (e.g. --trace-tuning=gemv_splits=0.4.0.0: one more traced run under that setting).
+# TESTS (a glob, default test_*) picks the test binaries; PROFILE_RUNS, DETAIL and SASS (below) pick launches;
 # BENCH_ARGS go to chorus-cuda-bench after its N list (e.g. --attn-cluster-max-rows=0,8), and
 # BENCH_ARGS_l1b / BENCH_ARGS_l8b to its run on that model only; BENCH_MODELS (default
 # "l1b l8b") picks the models. ENGINE_TUNING (';'-separated, an empty item: the defaults) runs
@@ -39,7 +42,7 @@ section() { echo "==== $1 ====" >> "$LOG"; }
 # Synthetic models in the background while the tests run (16 cores there).
 # Written once per machine: a second run in the same call (CARRY=.carry-b) reuses them.
 SYNTH_PID=
-if (has bench || has profile) && [ ! -f /tmp/synth.done ]; then
+if (has bench || has trace || has profile) && [ ! -f /tmp/synth.done ]; then
   ( "$BIN/chorus-cuda-synth" llama3.2-1b /tmp/l1b.gguf > /tmp/synth1b.log 2>&1
     "$BIN/chorus-cuda-synth" llama3-8b /tmp/l8b.gguf > /tmp/synth8b.log 2>&1 && touch /tmp/synth.done ) &
   SYNTH_PID=$!
@@ -75,7 +78,7 @@ if has tests; then
   grep -E "^\[  FAILED|Failure|Expected|Which is|error:" "$LOG" | head -30
 fi
 
-if has bench || has profile; then
+if has bench || has trace || has profile; then
   python3 - <<'PY' 2>&1 | tee -a "$LOG"
 import torch
 x = torch.empty(2 * 1024**3, dtype=torch.uint8, device='cuda'); y = torch.empty_like(x)
@@ -95,6 +98,14 @@ if has bench; then
     section "chorus-cuda-bench $m"
     model_args=BENCH_ARGS_$m  # BENCH_ARGS_l1b / BENCH_ARGS_l8b: that model's only
     timeout 300 "$BIN/chorus-cuda-bench" /tmp/$m.gguf 1 8 32 ${BENCH_ARGS:-} ${!model_args:-} 2>&1 | tee "$OUT/bench_$m.txt" >> "$LOG"
+  done
+fi
+
+if has trace; then
+  for m in ${BENCH_MODELS:-l1b l8b}; do
+    section "chorus-cuda-bench-traced $m"
+    # shellcheck disable=SC2086
+    timeout 300 "$BIN/chorus-cuda-bench-traced" /tmp/$m.gguf ${TRACE_NS:-1 8 32} --trace --trace-only ${TRACE_ARGS:-} 2>&1 | tee "$OUT/trace_$m.txt" >> "$LOG"
   done
 fi
 
@@ -185,7 +196,10 @@ echo "==== summary ===="
 for k in "${!R[@]}"; do echo "test $k: rc=${R[$k]} ($(grep -A1000 "==== $k ====" "$LOG" | grep -m1 -E "PASSED|FAILED" ))"; done
 grep -h "cosine" "$LOG" 2>/dev/null
 for m in l1b l8b; do
-  [ -f "$OUT/bench_$m.txt" ] && { echo "-- $m (chorus-cuda-bench)"; grep -E "^([ckxsep][0-9.]+ )?[0-9]+ |prefill|batch-inv|tuning:|^N=[0-9]+ trace|^  [a-z_]+ +[0-9]" "$OUT/bench_$m.txt"; }
+  [ -f "$OUT/bench_$m.txt" ] && { echo "-- $m (chorus-cuda-bench)"; grep -E "^([ckxsep][0-9.]+ )?[0-9]+ |prefill|batch-inv|tuning:" "$OUT/bench_$m.txt"; }
+done
+for m in l1b l8b; do
+  [ -f "$OUT/trace_$m.txt" ] && { echo "-- $m (step trace)"; grep -E "^N=[0-9]+ |^  launch|^  [a-z_]+ +[0-9]" "$OUT/trace_$m.txt"; }
 done
 [ -f "$OUT/enginebench.txt" ] && { echo "-- chorus-bench run"; grep -E "^-- |model|^ *[0-9]+ |batch-invariant" "$OUT/enginebench.txt" | head -40; }
 exit 0

@@ -1,4 +1,4 @@
-// chorus-cuda-bench MODEL.gguf [N...] [--trace] [--attn-cluster-max-rows=A,B...] [--attn-chunks-per-block=A,B...]
+// chorus-cuda-bench MODEL.gguf [N...] [--trace] [--trace-tuning=SPEC] [--trace-only] [--attn-cluster-max-rows=A,B...] [--attn-chunks-per-block=A,B...]
 // [--gemv-x-budget=A,B...] [--gemv-early=A,B...] [--gemv-pair-max-rows=A,B...] [--gemv-splits=Q.O.U.D,...]: the CUDA backend alone
 // (no scheduler). For each N:
 // N random prompts of 128 tokens prefilled one by one, then 128 greedy decode steps of all
@@ -11,8 +11,9 @@
 // default) change the rounding, so their rows "sQ.O.U.D N ..." compare against solo runs
 // under the same splits.
 // With --trace, each N's 128 decode steps run once more with the step trace on
-// (cuda/step_trace.h), and where the steps' time went inside the graph is printed per launch
-// kind (those steps' tok/s are not reported: every block stamps a timer).
+// (cuda/step_trace.h; builds with -DCHORUS_CUDA_STEP_TRACE=ON), and where the steps' time went
+// inside the graph is printed per launch kind (those steps' tok/s are not reported: every
+// block stamps a timer); --trace-tuning=SPEC does the same under a CHORUS_CUDA_TUNING spec.
 // Then a 512-token prefill is timed.
 //
 // chorus-cuda-bench --profile decode|prefill MODEL.gguf [N]: the region for a profiler run
@@ -225,7 +226,10 @@ int main(int argc, char** argv) {
   std::vector<int> pair_max_rows;     // --gemv-pair-max-rows=A,B,...: the same per two-type launch limit
   std::vector<std::string> splits;    // --gemv-splits=Q.O.U.D,...: the same per split override
   std::vector<cuda::CudaTuning::Splits> split_values;
-  bool trace = false;                 // --trace: a traced run of each N after the decode rows
+  // --trace, --trace-tuning=SPEC (each flag one run; SPEC as CHORUS_CUDA_TUNING, cuda_tuning.h):
+  // a traced run of each N after the decode rows, with the defaults or under SPEC.
+  std::vector<std::string> trace_specs;
+  bool trace_only = false;  // --trace-only: the traced runs alone (no timed rows, no prefill)
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (parse_int_list(arg, "--attn-cluster-max-rows=", cluster_max_rows)) continue;
@@ -235,7 +239,15 @@ int main(int argc, char** argv) {
     if (parse_int_list(arg, "--gemv-pair-max-rows=", pair_max_rows)) continue;
     if (parse_list(arg, "--gemv-splits=", splits)) continue;
     if (arg == "--trace") {
-      trace = true;
+      trace_specs.push_back("");
+      continue;
+    }
+    if (arg == "--trace-only") {
+      trace_only = true;
+      continue;
+    }
+    if (arg.rfind("--trace-tuning=", 0) == 0) {
+      trace_specs.push_back(arg.substr(15));
       continue;
     }
     ns.push_back(std::atoi(argv[i]));
@@ -260,10 +272,39 @@ int main(int argc, char** argv) {
   if (!b) { std::fprintf(stderr, "%s\n", b.message().c_str()); return 1; }
   std::printf("loaded %s on %s in %.1f s (weights %.0f MiB)\n", argv[1], (*b)->device_name().c_str(), now_s() - tl,
               (*b)->memory().weights_bytes / 1048576.0);
-  time_gemv(argv[1]);
   std::mt19937 rng(2024);
   std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(max_n), std::vector<int32_t>(kPrompt));
   for (auto& p : prompts) for (auto& t : p) t = static_cast<int32_t>(rng() % static_cast<uint32_t>((*b)->config().n_vocab));
+  // The traced runs (trace_specs); 0, or the exit code of a refused setting.
+  auto run_traces = [&]() -> int {
+    for (const std::string& spec : trace_specs) {
+      const cuda::CudaTuning base = (*b)->tuning();
+      auto t = cuda::parse_cuda_tuning(spec, base);
+      if (!t) {
+        std::fprintf(stderr, "--trace-tuning: %s\n", t.message().c_str());
+        return 2;
+      }
+      (*b)->set_tuning(*t);
+      if (Status st = (*b)->set_step_trace(true); !st) {
+        std::fprintf(stderr, "--trace: %s\n", st.message().c_str());
+        return 2;
+      }
+      for (int n : ns) {
+        std::vector<int> seqs(static_cast<size_t>(n));
+        std::iota(seqs.begin(), seqs.end(), 0);
+        generate(**b, prompts, seqs);  // capture the traced graphs
+        std::vector<std::vector<cuda::TraceRecord>> steps;
+        generate(**b, prompts, seqs, [&] { steps.push_back((*b)->read_step_trace()); });
+        std::printf("N=%d %s%s", n, spec.empty() ? "" : ("[" + spec + "] ").c_str(),
+                    cuda::format_trace(cuda::summarize_trace(steps)).c_str());
+      }
+      (void)(*b)->set_step_trace(false);
+      (*b)->set_tuning(base);
+    }
+    return 0;
+  };
+  if (trace_only) return run_traces();
+  time_gemv(argv[1]);
 
   generate(**b, prompts, {0});  // warm-up (graph capture, cuBLASLt plans)
   // Solo reference for each sequence.
@@ -287,18 +328,7 @@ int main(int argc, char** argv) {
     }
   };
   decode_rows("");
-  if (trace) {
-    (*b)->set_step_trace(true);
-    for (int n : ns) {
-      std::vector<int> seqs(static_cast<size_t>(n));
-      std::iota(seqs.begin(), seqs.end(), 0);
-      generate(**b, prompts, seqs);  // capture the traced graphs
-      std::vector<std::vector<cuda::TraceRecord>> steps;
-      generate(**b, prompts, seqs, [&] { steps.push_back((*b)->read_step_trace()); });
-      std::printf("N=%d %s", n, cuda::format_trace(cuda::summarize_trace(steps)).c_str());
-    }
-    (*b)->set_step_trace(false);
-  }
+  if (int rc = run_traces(); rc != 0) return rc;
   const cuda::CudaTuning defaults = (*b)->tuning();
   // The decode rows again under `t` (labelled `prefix`), then the defaults back.
   auto tuned_rows = [&](const cuda::CudaTuning& t, const std::string& prefix) {

@@ -402,6 +402,22 @@ TEST(GemvPair, SameBitsAsOneLaunchPerType) {
   }
 }
 
+// The choices the decode step measured best (perf-notes v17, 132 multiprocessors): the fewest
+// splits giving 6 warps per multiprocessor, so that no launch needs a second wave.
+TEST(GemvSplits, ChoicesForTheBenchmarkShapes) {
+  auto splits = [](int64_t rows, int32_t tiles) { return gemv_choose_splits(rows, tiles, 132).n_splits; };
+  // llama3-8b: q|k|v, output, gate|up, down -> 4.4.1.4
+  EXPECT_EQ(splits(6144, 16), 4);
+  EXPECT_EQ(splits(4096, 16), 4);
+  EXPECT_EQ(splits(28672, 16), 1);
+  EXPECT_EQ(splits(4096, 56), 4);
+  // llama3.2-1b -> 4.4.1.8 (q|k|v and output at the 2-tiles-a-split floor)
+  EXPECT_EQ(splits(3072, 8), 4);
+  EXPECT_EQ(splits(2048, 8), 4);
+  EXPECT_EQ(splits(16384, 8), 1);
+  EXPECT_EQ(splits(2048, 32), 8);
+}
+
 TEST(GemvSplits, DependOnShapeOnlyAndCoverK) {
   for (int64_t rows : {256, 4096, 6144, 28672, 128256}) {
     for (int32_t tiles : {1, 2, 5, 8, 16, 56}) {

@@ -22,7 +22,10 @@ TraceRecord rec(const char* label, int64_t size_bytes, uint64_t entry, uint64_t 
   r.size_bytes = size_bytes;
   r.stamped = true;
   r.entry_ns = entry;
+  r.last_entry_ns = entry + 1000;
   r.release_ns = release;
+  r.last_release_ns = release + 2000;
+  r.first_exit_ns = exit - 3000;
   r.exit_ns = exit;
   return r;
 }
@@ -50,6 +53,9 @@ TEST(StepTraceSummary, SharesAddUpToTheStepPerLabel) {
   EXPECT_DOUBLE_EQ(s.rows[1].gap_us, 1.0);
   EXPECT_DOUBLE_EQ(s.rows[1].body_us, 9.5);
   EXPECT_DOUBLE_EQ(s.rows[1].lead_us, 6.0);
+  EXPECT_DOUBLE_EQ(s.rows[1].last_entry_us, -5.0);  // 1 us after the first entry, 6 before the release
+  EXPECT_DOUBLE_EQ(s.rows[1].last_release_us, 2.0);
+  EXPECT_DOUBLE_EQ(s.rows[1].first_exit_us, 9.5 - 3.0);
   EXPECT_DOUBLE_EQ(s.rows[2].crit_us_per_step, 10.0);
   EXPECT_DOUBLE_EQ(s.rows[2].gap_us, 1.0);
   EXPECT_DOUBLE_EQ(s.rows[2].size_mb_per_step, 0.5);
@@ -63,7 +69,7 @@ TEST(StepTraceSummary, SharesAddUpToTheStepPerLabel) {
 TEST(StepTraceSummary, SkipsStepsWithUnstampedLaunches) {
   std::vector<std::vector<TraceRecord>> steps = {
       {rec("qkv", 0, 1, 3, 7), rec("o", 0, 4, 9, 15)},
-      {rec("qkv", 0, 1, 3, 7), TraceRecord{"o", 0, false, 0, 0, 0}},
+      {rec("qkv", 0, 1, 3, 7), TraceRecord{"o", 0, false, 0, 0, 0, 0, 0, 0}},
       {},
   };
   const TraceSummary s = summarize_trace(steps);
@@ -128,6 +134,17 @@ Decoded decode(CudaBackend& b, int n, int n_steps) {
 TEST(StepTraceGpu, StampsEveryLaunchInChainOrderAndChangesNoBits) {
   CHORUS_REQUIRE_GPU();
   if (!fs::exists(tiny_model())) GTEST_SKIP() << "peer model missing";
+  if (!kStepTraceBuilt) {
+    // The shipped build: asking for a trace is an error that says how to get one.
+    // (scripts/gpu/build_carry.sh builds this test with the trace too, as test_step_trace_traced.)
+    auto b = CudaBackend::create(tiny_model(), CudaBackendOptions{});
+    ASSERT_TRUE(b.ok()) << b.message();
+    const Status st = (*b)->set_step_trace(true);
+    ASSERT_FALSE(st);
+    EXPECT_NE(st.message().find("-DCHORUS_CUDA_STEP_TRACE=ON"), std::string::npos) << st.message();
+    EXPECT_TRUE((*b)->read_step_trace().empty());
+    return;
+  }
   for (GraphMode mode : {GraphMode::Replay, GraphMode::Eager}) {
     for (int n : {1, 4}) {  // 4 rows: the norm pass is a launch of its own
       CudaBackendOptions o;
@@ -139,7 +156,7 @@ TEST(StepTraceGpu, StampsEveryLaunchInChainOrderAndChangesNoBits) {
       ASSERT_TRUE(b.ok()) << b.message();
       const Decoded plain = decode(**b, n, 6);
       for (const auto& t : plain.traces) EXPECT_TRUE(t.empty());  // tracing is off by default
-      (*b)->set_step_trace(true);
+      ASSERT_TRUE((*b)->set_step_trace(true));
       const Decoded traced = decode(**b, n, 6);
       ASSERT_EQ(plain.logits.size(), traced.logits.size());
       for (size_t s = 0; s < plain.logits.size(); ++s) {
@@ -173,7 +190,7 @@ TEST(StepTraceGpu, StampsEveryLaunchInChainOrderAndChangesNoBits) {
       const TraceSummary sum = summarize_trace(traced.traces);
       EXPECT_EQ(sum.n_steps, 6);
       EXPECT_GT(sum.step_us, 0.0);
-      (*b)->set_step_trace(false);
+      ASSERT_TRUE((*b)->set_step_trace(false));
       const Decoded again = decode(**b, n, 2);
       for (const auto& t : again.traces) EXPECT_TRUE(t.empty());
     }
