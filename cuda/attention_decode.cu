@@ -231,7 +231,8 @@ __device__ void merge_chunks(const AttentionParams& p, ChunkSmem<kG, kP>& s, int
 // merge_chunks' (lane c holds chunk c, the same butterflies, the same fused multiply-adds in
 // chunk order), so a row gets the same bits whichever route its batch takes.
 template <int kG, int kP>
-__device__ void cluster_merge(const AttentionParams& p, ChunkSmem<kG, kP>& s, int row, int kvh, int n_chunks) {
+__device__ void cluster_merge(const AttentionParams& p, ChunkSmem<kG, kP>& s, int row, int kvh, int n_chunks,
+                              TraceSpan* trace) {
   namespace cg = cooperative_groups;
   constexpr int kCap = kAttnMaxClusterChunks;
   cg::cluster_group cluster = cg::this_cluster();
@@ -239,6 +240,7 @@ __device__ void cluster_merge(const AttentionParams& p, ChunkSmem<kG, kP>& s, in
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   float* weights = &s.red[0][0][0];  // [kG][kCap]; attend_chunk is done with s.red
   cluster.sync();                    // every chunk's partial is in place
+  trace_phase(trace, 3);
   for (int g = warp; g < group; g += kAttnWarps) {
     float mc = -FLT_MAX, lc = 0.0f;
     if (lane < n_chunks) {
@@ -300,6 +302,7 @@ __device__ __forceinline__ void attention_decode_block(const DecodeAttentionPara
   if (active) {
     tok.load(d, d.qkv + static_cast<int64_t>(row) * d.qkv_stride, kvh, writes_kv);
     tok.store(d, s, kv_off, writes_kv);
+    trace_phase(d.trace, 0);
     for (int j = 0; j < n_mine; ++j) {
       const int chunk = first + j, begin = chunk * kAttnChunkTokens;
       if (j > 0) {
@@ -309,13 +312,15 @@ __device__ __forceinline__ void attention_decode_block(const DecodeAttentionPara
       if (writes_kv && chunk == n_chunks - 1) tok.stage(d, k_s + (pos - begin) * hd, v_s + (pos - begin) * hd);
       cp_async_wait_all();
       __syncthreads();  // queries and every K/V row staged
+      if (j == 0) trace_phase(d.trace, 1);
       const ChunkSink sink = d.cluster_merge ? ChunkSink{&s.ml_s[0][0], 2, &s.q_s[0][0], kAttnMaxHeadDim}
                                                : global_sink(p, row, kvh, chunk);
       attend_chunk<kG, kP>(p, s, chunk, row, StagedRows{k_s, v_s, hd}, sink);
     }
+    trace_phase(d.trace, 2);
   }
   if (d.cluster_merge) {
-    cluster_merge<kG, kP>(p, s, row, kvh, n_chunks);
+    cluster_merge<kG, kP>(p, s, row, kvh, n_chunks, d.trace);
     return;
   }
 

@@ -10,6 +10,7 @@
 #include <climits>
 
 #include "cuda/gemv.h"
+#include "cuda/step_trace.cuh"
 #include "cuda/warp_reduce.cuh"
 #include "cuda/weight_repack.h"
 
@@ -239,8 +240,10 @@ __device__ inline void gemv_epilogue(const GemvParams& p, const BlockRows& br, c
   __syncthreads();  // the x staging area becomes vals
   if (clustered) {
     if (!cluster_splits<kNT, kRows>(p, br, acc, vals)) return;
+    trace_phase(p.trace, 3);
   } else if (p.split.n_splits > 1) {
     if (!gather_splits<kRows>(p, br, vals, last_s)) return;
+    trace_phase(p.trace, 3);
   } else {
     for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc, [&](int n, int r, float v) { vals[n * kRows + r] = v; });
   }

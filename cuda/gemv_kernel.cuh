@@ -357,6 +357,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
         uint8_t* xb = xs + b * tile_stride;
         uint32_t* xsum_tile = ring_xsum + b * kNT * 32;
         mbar_wait(ring_full + b, phase);
+        if (i == 0) trace_phase(p.trace, 0);
         if constexpr (S::kBlockXsum) {
           const int nt = (warp - i) & (S::kWarps - 1);
           if (nt < kNT) {
@@ -368,6 +369,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
         if (warp_active) {
           const int slot = i % S::kStages;
           mbar_wait(bars + slot, static_cast<uint32_t>(i / S::kStages) & 1u);
+          if (i == 0) trace_phase(p.trace, 1);
           warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, smem_u32(xb) + x_lane, lane, acc, xsum_tile,
                                     ring_sums + b, phase);
           __syncwarp();  // the whole warp has read the stage before it is refilled
@@ -387,6 +389,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
           phase ^= 1u;
         }
       }
+      trace_phase(p.trace, 2);
       gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s, nullptr);
       return;
     }
@@ -427,6 +430,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
       // Chunk ci has landed for every thread, and every warp is done with chunk ci - 1, whose
       // buffer the next chunk refills.
       __syncthreads();
+      if (ci == 0) trace_phase(p.trace, 0);
       if constexpr (S::kBlockXsum) {
         if (!p.x_tma) {
           block_xsum(xc, ci, n_chunk);
@@ -438,6 +442,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
       if (c0 > 0) __syncthreads();  // every warp is done with the previous chunk
       stage_x(p, rstd_s, xc, tile_begin + c0, n_chunk);
       __syncthreads();
+      if (ci == 0) trace_phase(p.trace, 0);
       if constexpr (S::kBlockXsum) {
         block_xsum(xc, ci, n_chunk);
         __syncthreads();
@@ -448,12 +453,14 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
     for (int i = c0; i < c0 + n_chunk; ++i) {
       const int slot = i % S::kStages;
       mbar_wait(bars + slot, static_cast<uint32_t>(i / S::kStages) & 1u);
+      if (i == 0) trace_phase(p.trace, 1);
       warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, xc_lane + (i - c0) * tile_stride, lane, acc,
                                 xsum + ((ci & 1) * chunk + i - c0) * kNT * 32, nullptr, 0);
       __syncwarp();  // the whole warp has read the stage before it is refilled
       if (lane == 0 && i + S::kStages < n_my) issue_tile<kType, kNT>(bars, stages, w_src, i + S::kStages);
     }
   }
+  trace_phase(p.trace, 2);
   gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s, old_s);
 }
 

@@ -43,6 +43,11 @@ std::vector<TraceRecord> StepTrace::read(cudaStream_t s) const {
     r.last_release_ns = ~sp.release_last_inv_ns;
     r.first_exit_ns = sp.exit_first_ns;
     r.exit_ns = ~sp.exit_last_inv_ns;
+    for (int k = 0; k < kTracePhases; ++k) {
+      if (sp.phase_first_ns[k] == kUnset) continue;
+      r.phase_first_ns[k] = sp.phase_first_ns[k];
+      r.phase_last_ns[k] = ~sp.phase_last_inv_ns[k];
+    }
   }
   return out;
 }
@@ -53,6 +58,7 @@ TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps) {
     size_t order = 0;
     double launches = 0, size_bytes = 0, crit_ns = 0, gap_ns = 0, body_ns = 0, lead_ns = 0;
     double last_entry_ns = 0, last_release_ns = 0, first_exit_ns = 0;  // from the first release
+    double phase_n[kTracePhases] = {}, phase_first_ns[kTracePhases] = {}, phase_last_ns[kTracePhases] = {};
   };
   std::map<std::string, Acc> acc;
   double step_ns = 0, n_stamps = 0, n_whole_us = 0;
@@ -78,6 +84,12 @@ TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps) {
       a.last_entry_ns += static_cast<double>(r.last_entry_ns) - static_cast<double>(r.release_ns);
       a.last_release_ns += static_cast<double>(r.last_release_ns) - static_cast<double>(r.release_ns);
       a.first_exit_ns += static_cast<double>(r.first_exit_ns) - static_cast<double>(r.release_ns);
+      for (int k = 0; k < kTracePhases; ++k) {
+        if (r.phase_first_ns[k] == 0) continue;
+        a.phase_n[k] += 1;
+        a.phase_first_ns[k] += static_cast<double>(r.phase_first_ns[k]) - static_cast<double>(r.release_ns);
+        a.phase_last_ns[k] += static_cast<double>(r.phase_last_ns[k]) - static_cast<double>(r.release_ns);
+      }
       for (uint64_t t : {r.entry_ns, r.last_entry_ns, r.release_ns, r.last_release_ns, r.first_exit_ns, r.exit_ns}) {
         n_stamps += 1;
         n_whole_us += t % 1000 == 0 ? 1 : 0;
@@ -101,6 +113,12 @@ TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps) {
     r.last_entry_us = a.last_entry_ns / a.launches / 1e3;
     r.last_release_us = a.last_release_ns / a.launches / 1e3;
     r.first_exit_us = a.first_exit_ns / a.launches / 1e3;
+    for (int k = 0; k < kTracePhases; ++k) {
+      if (a.phase_n[k] == 0) continue;
+      r.phase_launches[k] = a.phase_n[k] / n;
+      r.phase_first_us[k] = a.phase_first_ns[k] / a.phase_n[k] / 1e3;
+      r.phase_last_us[k] = a.phase_last_ns[k] / a.phase_n[k] / 1e3;
+    }
     rows.emplace_back(a.order, r);
   }
   std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
@@ -116,7 +134,8 @@ std::string format_trace(const TraceSummary& s) {
                 s.step_us, s.timer_1us_share > 0.9 ? "; the global timer ticks in whole us here" : "");
   out += line;
   out += "  (per launch, us: gap, body, lead as in cuda/step_trace.h; last in, last rl, 1st out: the last block's\n"
-         "   entry, the last block's release and the first block's exit, from the launch's first release)\n";
+         "   entry, the last block's release and the first block's exit, from the launch's first release;\n"
+         "   phases pK: where the first and the last block reached phase K, step_trace.cuh)\n";
   std::snprintf(line, sizeof line, "  %-8s %6s %8s %8s %6s %6s %7s %6s %7s %7s %7s %6s\n", "launch", "n/step",
                 "MB/step", "crit us", "crit%", "gap", "body", "lead", "last in", "last rl", "1st out", "GB/s");
   out += line;
@@ -127,6 +146,13 @@ std::string format_trace(const TraceSummary& s) {
                   100.0 * r.crit_us_per_step / s.step_us, r.gap_us, r.body_us, r.lead_us, r.last_entry_us,
                   r.last_release_us, r.first_exit_us, gbps);
     out += line;
+    std::string phases;
+    for (int k = 0; k < kTracePhases; ++k) {
+      if (r.phase_launches[k] == 0) continue;
+      std::snprintf(line, sizeof line, "  p%d %.2f/%.2f", k, r.phase_first_us[k], r.phase_last_us[k]);
+      phases += line;
+    }
+    if (!phases.empty()) out += "           phases, first/last block:" + phases + "\n";
   }
   return out;
 }

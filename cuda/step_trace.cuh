@@ -28,7 +28,16 @@ __device__ __forceinline__ void trace_exit(TraceSpan* s) {
   __syncthreads();
   trace_stamp(&s->exit_first_ns, &s->exit_last_inv_ns);
 }
+// Phase k of the block's work. GEMV (gemv_kernel.cuh): 0 the first x chunk is in shared
+// memory, 1 the first weight tile is, 2 the tiles are multiplied, 3 the splits are summed (the
+// block that goes on to the output). Decode attention: 0 the new token's q, k, v are loaded,
+// 1 the first chunk's K/V rows are staged, 2 the last chunk is attended, 3 the merge's first
+// cluster barrier is passed (cluster route).
+__device__ __forceinline__ void trace_phase(TraceSpan* s, int k) {
+  if (s != nullptr) trace_stamp(&s->phase_first_ns[k], &s->phase_last_inv_ns[k]);
+}
 #else
+__device__ __forceinline__ void trace_phase(TraceSpan*, int) {}
 __device__ __forceinline__ void trace_entry(TraceSpan*) {}
 __device__ __forceinline__ void trace_release(TraceSpan*) {}
 __device__ __forceinline__ void trace_exit(TraceSpan*) {}

@@ -27,6 +27,8 @@ struct TraceRecord {
   bool stamped = false;    // false: no block wrote the span (a launch captured without tracing)
   // Global timer, ns: the first and the last block to enter, to return from pdl_wait, to exit.
   uint64_t entry_ns = 0, last_entry_ns = 0, release_ns = 0, last_release_ns = 0, first_exit_ns = 0, exit_ns = 0;
+  // Phases inside the blocks (step_trace.cuh), first and last block; 0 where none stamped it.
+  uint64_t phase_first_ns[kTracePhases] = {}, phase_last_ns[kTracePhases] = {};
 };
 
 // Per label over a run of steps.
@@ -39,6 +41,10 @@ struct TraceRow {
   // when the last block entered (late blocks were not resident at the release), when the last
   // block passed pdl_wait, and when the first block was done.
   double gap_us = 0, body_us = 0, lead_us = 0, last_entry_us = 0, last_release_us = 0, first_exit_us = 0;
+  // Phase k reached by the first and by the last block, us from the first release (means over
+  // the launches that stamped it; phase_launches[k] of them per step).
+  double phase_first_us[kTracePhases] = {}, phase_last_us[kTracePhases] = {};
+  double phase_launches[kTracePhases] = {};
 };
 
 struct TraceSummary {

@@ -11,6 +11,7 @@
 namespace chorus::cuda {
 
 inline constexpr bool kStepTraceBuilt = CHORUS_STEP_TRACE != 0;
+inline constexpr int kTracePhases = 4;
 
 // Written by the blocks of one launch (step_trace.cuh). Every field is a minimum, so that one
 // memset of 0xff arms a span; the latest times are stored inverted (the minimum of ~t is ~max t).
@@ -18,6 +19,8 @@ struct TraceSpan {
   unsigned long long entry_first_ns, entry_last_inv_ns;      // kernel entry
   unsigned long long release_first_ns, release_last_inv_ns;  // pdl_wait returned
   unsigned long long exit_first_ns, exit_last_inv_ns;        // block done
+  // Points inside a block's work (step_trace.cuh names them per kernel), thread 0's view.
+  unsigned long long phase_first_ns[kTracePhases], phase_last_inv_ns[kTracePhases];
 };
 
 }  // namespace chorus::cuda

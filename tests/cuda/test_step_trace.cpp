@@ -56,6 +56,15 @@ TEST(StepTraceSummary, SharesAddUpToTheStepPerLabel) {
   EXPECT_DOUBLE_EQ(s.rows[1].last_entry_us, -5.0);  // 1 us after the first entry, 6 before the release
   EXPECT_DOUBLE_EQ(s.rows[1].last_release_us, 2.0);
   EXPECT_DOUBLE_EQ(s.rows[1].first_exit_us, 9.5 - 3.0);
+  for (int k = 0; k < kTracePhases; ++k) EXPECT_EQ(s.rows[1].phase_launches[k], 0.0) << k;  // none stamped
+  // A phase stamped in one of the two steps' o launches: its mean is over that launch only.
+  steps[1][2].phase_first_ns[2] = steps[1][2].release_ns + 3000;
+  steps[1][2].phase_last_ns[2] = steps[1][2].release_ns + 5000;
+  const TraceSummary sp = summarize_trace(steps);
+  EXPECT_DOUBLE_EQ(sp.rows[2].phase_launches[2], 0.5);
+  EXPECT_DOUBLE_EQ(sp.rows[2].phase_first_us[2], 3.0);
+  EXPECT_DOUBLE_EQ(sp.rows[2].phase_last_us[2], 5.0);
+  EXPECT_NE(format_trace(sp).find("p2 3.00/5.00"), std::string::npos) << format_trace(sp);
   EXPECT_DOUBLE_EQ(s.rows[2].crit_us_per_step, 10.0);
   EXPECT_DOUBLE_EQ(s.rows[2].gap_us, 1.0);
   EXPECT_DOUBLE_EQ(s.rows[2].size_mb_per_step, 0.5);
@@ -69,7 +78,7 @@ TEST(StepTraceSummary, SharesAddUpToTheStepPerLabel) {
 TEST(StepTraceSummary, SkipsStepsWithUnstampedLaunches) {
   std::vector<std::vector<TraceRecord>> steps = {
       {rec("qkv", 0, 1, 3, 7), rec("o", 0, 4, 9, 15)},
-      {rec("qkv", 0, 1, 3, 7), TraceRecord{"o", 0, false, 0, 0, 0, 0, 0, 0}},
+      {rec("qkv", 0, 1, 3, 7), TraceRecord{"o", 0, false}},
       {},
   };
   const TraceSummary s = summarize_trace(steps);
@@ -179,6 +188,13 @@ TEST(StepTraceGpu, StampsEveryLaunchInChainOrderAndChangesNoBits) {
         EXPECT_GT(t.back().size_bytes, 0);
         for (size_t i = 0; i < t.size(); ++i) {
           ASSERT_TRUE(t[i].stamped) << "launch " << i << " (" << t[i].label << ")";
+          // Every GEMV and attention block stamps its first phases inside its own span.
+          if (t[i].label != "norm") {
+            for (int k : {0, 1, 2}) {
+              EXPECT_GE(t[i].phase_first_ns[k], t[i].release_ns) << i << " p" << k;
+              EXPECT_LE(t[i].phase_last_ns[k], t[i].exit_ns) << i << " p" << k;
+            }
+          }
           EXPECT_LE(t[i].entry_ns, t[i].release_ns) << i;
           EXPECT_LE(t[i].release_ns, t[i].exit_ns) << i;
           // PDL: no launch passes pdl_wait before every block of the one before has exited.
