@@ -152,6 +152,11 @@ enum GemvEarly : int32_t {
   // split) copies its residual rows into shared memory right after pdl_wait, beside the first
   // activation chunk, instead of loading them after the reduction.
   kGemvEarlyResidual = 1,
+  // Splits added in a cluster: every other split's block writes its accumulators into the
+  // first block's shared memory and arrives on its barrier, then is done; the first block adds
+  // them in split order (the same bits as the cluster barrier route, which reads them remotely
+  // between two cluster barriers).
+  kGemvEarlyPush = 2,
 };
 
 struct GemvParams {
@@ -168,6 +173,7 @@ struct GemvParams {
   // come out either way.
   int32_t early_loads = 0;
   int32_t resid_smem_offset = 0;  // set by launch_gemv: > 0: the prefetched residual rows (kGemvEarlyResidual)
+  int32_t push_smem_offset = 0;   // set by launch_gemv: > 0: barrier + the other splits' sums (kGemvEarlyPush)
   CUtensorMap x_map{};        // set by launch_gemv (tensor_map.h), read in place by the kernel
   TraceSpan* trace = nullptr;  // step_trace.h: stamped by every block when set
 };

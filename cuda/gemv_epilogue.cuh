@@ -9,6 +9,7 @@
 #include <cfloat>
 #include <climits>
 
+#include "cuda/cluster_push.cuh"
 #include "cuda/gemv.h"
 #include "cuda/step_trace.cuh"
 #include "cuda/warp_reduce.cuh"
@@ -223,11 +224,48 @@ __device__ inline bool cluster_splits(const GemvParams& p, const BlockRows& br, 
   return lead;
 }
 
+// The same sums by pushes (kGemvEarlyPush; launch_gemv sets push_smem_offset for one column
+// group): the blocks of splits 1.. write their accumulators into split 0's receive area
+// ([barrier, 16 bytes][split - 1][n_seqs][kRows] floats) through distributed shared memory,
+// each warp arrives on split 0's barrier, and they are done; split 0 waits for every warp of
+// them and adds the splits in split order into vals, the arithmetic of cluster_splits. True
+// in split 0. The kernel's start armed the receive barrier and arrived on the cluster barrier
+// (gemv_block), so the wait here only confirms the barrier is initialized.
+template <int kNT, int kRows>
+__device__ inline bool push_splits(const GemvParams& p, const BlockRows& br, const float (&acc)[kNT][4], float* vals,
+                                   uint8_t* smem) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  uint64_t* bar = reinterpret_cast<uint64_t*>(smem + p.push_smem_offset);
+  float* recv = reinterpret_cast<float*>(smem + p.push_smem_offset + 16);
+  const int split = static_cast<int>(blockIdx.y);  // the cluster is (1, n_splits, 1): rank = split
+  const int area = p.n_seqs * kRows;
+  cluster_wait_acquire();
+  if (split > 0) {
+    const uint32_t dst = cluster_map(recv + (split - 1) * area, 0);
+    for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc,
+                      [&](int n, int r, float v) { st_cluster_f32(dst + 4u * static_cast<uint32_t>(n * kRows + r), v); });
+    __syncwarp();
+    if (lane == 0) remote_arrive_release(cluster_map(bar, 0));
+    return false;
+  }
+  for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc, [&](int n, int r, float v) { vals[n * kRows + r] = v; });
+  __syncthreads();  // thread e adds element e, which another thread wrote
+  mbar_wait_cluster(bar, 0);
+  for (int e = threadIdx.x; e < area; e += blockDim.x) {
+    float s = 0.0f;
+    s += vals[e];
+    for (int k = 1; k < p.split.n_splits; ++k) s += recv[(k - 1) * area + e];
+    vals[e] = s;
+  }
+  return true;
+}
+
 // kRows: the block's rows (warps x 16), one or two 64-row units.
 // old_s: the residual rows prefetched by this block (kGemvEarlyResidual), or null.
+// smem: the launch's dynamic shared memory (the push route's receive area).
 template <int kNT, int kRows>
 __device__ inline void gemv_epilogue(const GemvParams& p, const BlockRows& br, const float (&acc)[kNT][4],
-                                     float* vals, int& last_s, const float* old_s) {
+                                     float* vals, int& last_s, const float* old_s, uint8_t* smem) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const bool clustered = p.split.reduce == GemvReduce::Cluster;
   if (p.out.kind == GemvOut::Partials || (p.split.n_splits > 1 && !clustered)) {
@@ -239,7 +277,14 @@ __device__ inline void gemv_epilogue(const GemvParams& p, const BlockRows& br, c
   if (old_s) cp_async_wait_all();  // this thread's residual copies (made visible by the barrier)
   __syncthreads();  // the x staging area becomes vals
   if (clustered) {
-    if (!cluster_splits<kNT, kRows>(p, br, acc, vals)) return;
+    bool lead;
+    if constexpr (kNT == 1) {  // the push route (one column group only: kept out of the wider kernels)
+      lead = p.push_smem_offset > 0 ? push_splits<kNT, kRows>(p, br, acc, vals, smem)
+                                    : cluster_splits<kNT, kRows>(p, br, acc, vals);
+    } else {
+      lead = cluster_splits<kNT, kRows>(p, br, acc, vals);
+    }
+    if (!lead) return;
     trace_phase(p.trace, 3);
   } else if (p.split.n_splits > 1) {
     if (!gather_splits<kRows>(p, br, vals, last_s)) return;

@@ -313,9 +313,19 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
         mbar_init(x_bars + 1, 1);
       }
     }
+    if constexpr (kNT == 1) {
+      if (p.push_smem_offset > 0 && warp == 0 && blockIdx.y == 0) {  // kGemvEarlyPush: split 0 receives
+        mbar_init(reinterpret_cast<uint64_t*>(smem + p.push_smem_offset), (p.split.n_splits - 1) * S::kWarps);
+      }
+    }
     mbar_fence_init();
   }
   __syncwarp();
+  // kGemvEarlyPush: the receive barrier is initialized before any block of the cluster pushes
+  // (push_splits waits for this arrival); off the critical path, before pdl_wait.
+  if constexpr (kNT == 1) {
+    if (p.push_smem_offset > 0) cluster_arrive_release();
+  }
   if (warp_active && lane == 0) {
     for (int i = 0; i < S::kStages && i < n_my; ++i) issue_tile<kType, kNT>(bars, stages, w_src, i);
   }
@@ -390,7 +400,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
         }
       }
       trace_phase(p.trace, 2);
-      gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s, nullptr);
+      gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s, nullptr, smem);
       return;
     }
   }
@@ -461,7 +471,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
     }
   }
   trace_phase(p.trace, 2);
-  gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s, old_s);
+  gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s, old_s, smem);
 }
 
 template <TensorType kType, int kNT>

@@ -78,6 +78,23 @@ bool gemv_prefetches_residual(const GemvParams& p) {
          p.mats.col_begin[0] % 4 == 0 && reinterpret_cast<uintptr_t>(p.out.out) % 16 == 0;
 }
 
+// Whether the splits' sums go by pushes (kGemvEarlyPush): one column group, added in a cluster.
+template <int kNT>
+bool gemv_pushes_splits(const GemvParams& p) {
+  return kNT == 1 && (p.early_loads & kGemvEarlyPush) != 0 && p.split.reduce == GemvReduce::Cluster;
+}
+
+// The push route's receive area after `smem` bytes: its offset (16-byte aligned) into
+// p.push_smem_offset, and the launch's dynamic shared memory with it.
+template <int kNT>
+size_t gemv_add_push_area(GemvParams& p, size_t smem) {
+  p.push_smem_offset = 0;
+  if (!gemv_pushes_splits<kNT>(p)) return smem;
+  const size_t offset = (smem + 15) / 16 * 16;
+  p.push_smem_offset = static_cast<int32_t>(offset);
+  return offset + 16 + static_cast<size_t>(p.split.n_splits - 1) * p.n_seqs * kGemvRowsPerBlock * 4;
+}
+
 // Offset of the prefetched residual rows (after the x region) and the launch's dynamic shared
 // memory.
 template <TensorType kType, int kNT>
@@ -121,7 +138,7 @@ void launch_nt(const GemvParams& p_in, cudaStream_t stream) {
   GemvParams p = p_in;
   if (p.x_budget_bytes == 0 && p.x_ring_bufs == 0 && p.n_seqs <= 8) p.x_chunk_tiles = gemv_fit_chunk<kType, kNT>(p);
   size_t resid_offset = 0;
-  const size_t smem = gemv_smem_bytes<kType, kNT>(p, &resid_offset);
+  const size_t smem = gemv_add_push_area<kNT>(p, gemv_smem_bytes<kType, kNT>(p, &resid_offset));
   p.resid_smem_offset = static_cast<int32_t>(resid_offset);
   launch_blocks(gemv_kernel<kType, kNT>, p, gemv_row_blocks(p.mats, S::kBlockRows), S::kWarps * 32, smem, stream);
 }
@@ -141,7 +158,8 @@ void launch_pair_nt(const GemvParams& p_in, cudaStream_t stream) {
   const size_t smem_a = gemv_smem_bytes<kA, kNT>(p, &off_a), smem_b = gemv_smem_bytes<kB, kNT>(p, &off_b);
   const size_t resid_bytes = off_a > 0 ? smem_a - off_a : 0;  // the same for both (gemv_prefetches_residual)
   const size_t resid_offset = std::max(off_a, off_b);
-  const size_t smem = resid_offset > 0 ? resid_offset + resid_bytes : std::max(smem_a, smem_b);
+  const size_t smem =
+      gemv_add_push_area<kNT>(p, resid_offset > 0 ? resid_offset + resid_bytes : std::max(smem_a, smem_b));
   p.resid_smem_offset = static_cast<int32_t>(resid_offset);
   launch_blocks(gemv_pair_kernel<kA, kB, kNT>, p, gemv_row_blocks(p.mats, SA::kBlockRows), SA::kWarps * 32, smem,
                 stream);

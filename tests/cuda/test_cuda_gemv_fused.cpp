@@ -232,6 +232,14 @@ TEST_P(GemvFusedTest, ResidualAddAndSumsOfSquares) {
     ASSERT_EQ(0, std::memcmp(ss_a.data(), ss_b.data(), static_cast<size_t>(m * n_groups) * 4)) << "one split, M=" << m;
     const std::vector<double> full_d(full.begin(), full.begin() + m * n);
     EXPECT_LT(test::rel_l2(one.data(), full_d.data(), full_d.size()), 1e-5) << "one split, M=" << m;
+    // The splits pushed into the first block's shared memory (kGemvEarlyPush) instead of read
+    // between two cluster barriers: the same bits, with and without the prefetch.
+    for (const int32_t bits : {int32_t{kGemvEarlyPush}, kGemvEarlyResidual | kGemvEarlyPush}) {
+      const auto pushed = run(m, ss_a, bits);
+      ASSERT_EQ(0, std::memcmp(pushed.data(), full.data(), static_cast<size_t>(m * n) * 4)) << "push " << bits << ", M=" << m;
+      ASSERT_EQ(0, std::memcmp(ss_a.data(), ss_full.data(), static_cast<size_t>(m * n_groups) * 4))
+          << "push " << bits << ", M=" << m;
+    }
   }
 }
 
@@ -380,6 +388,15 @@ TEST(GemvPair, SameBitsAsOneLaunchPerType) {
         auto together = to_host(out);
         apart.resize(static_cast<size_t>(m * n));
         together.resize(apart.size());
+        if (reduce == GemvReduce::Auto && m <= 8) {  // the cluster's sums pushed (kGemvEarlyPush): the same bits
+          poisoned();
+          p.early_loads = kGemvEarlyPush;
+          launch_gemv_pair(TensorType::Q4_K, TensorType::Q6_K, p, nullptr);
+          auto pushed = to_host(out);
+          pushed.resize(apart.size());
+          ASSERT_EQ(0, std::memcmp(apart.data(), pushed.data(), apart.size() * 4))
+              << (norm ? "normalized" : "f16") << " input, pushed sums, M=" << m;
+        }
         for (float y : together) ASSERT_TRUE(std::isfinite(y));
         ASSERT_EQ(0, std::memcmp(apart.data(), together.data(), apart.size() * 4))
             << (norm ? "normalized" : "f16") << " input, " << (reduce == GemvReduce::Counters ? "counters" : "cluster")
