@@ -41,20 +41,30 @@ __device__ __forceinline__ void bulk_copy_g2s(void* dst, const void* src, uint32
                : "memory");
 }
 
-// Waits until the barrier's phase with this parity has completed.
+// Waits until the barrier's phase with this parity has completed. kClusterAcquire: with
+// cluster-scope acquire, so that writes other blocks of the cluster released before their
+// arrivals (cluster_push.cuh) are visible after it; otherwise the default CTA scope.
+template <bool kClusterAcquire = false>
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+#define CHORUS_MBAR_TRY_WAIT(SEM)                                  \
+  asm volatile(                                                    \
+      "{\n"                                                        \
+      ".reg .pred p;\n"                                            \
+      "mbarrier.try_wait.parity" SEM ".shared::cta.b64 p, [%1], %2;\n" \
+      "selp.u32 %0, 1, 0, p;\n"                                    \
+      "}\n"                                                        \
+      : "=r"(done)                                                 \
+      : "r"(smem_u32(bar)), "r"(parity)                            \
+      : "memory")
   uint32_t done = 0;
   do {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n"
-        "}\n"
-        : "=r"(done)
-        : "r"(smem_u32(bar)), "r"(parity)
-        : "memory");
+    if constexpr (kClusterAcquire) {
+      CHORUS_MBAR_TRY_WAIT(".acquire.cluster");
+    } else {
+      CHORUS_MBAR_TRY_WAIT("");
+    }
   } while (!done);
+#undef CHORUS_MBAR_TRY_WAIT
 }
 
 // One box of a 3-d tensor map (tensor_map.h) at element coordinates (c0, c1, c2), innermost

@@ -1,6 +1,7 @@
 #pragma once
 // One-way transfers between the blocks of a thread-block cluster: a block writes into another
-// block's shared memory and arrives on that block's mbarrier, which the receiver waits on.
+// block's shared memory and arrives on that block's mbarrier, which the receiver waits on with
+// cluster-scope acquire (mbar_wait<true>, bulk_copy.cuh).
 // Against a cluster barrier followed by remote reads (cg::cluster_group::sync), the sender
 // never waits and the receiver's data is already local when its wait ends.
 #include <cstdint>
@@ -31,23 +32,6 @@ __device__ __forceinline__ void st_cluster_f32(uint32_t addr, float v) {
 __device__ __forceinline__ void remote_arrive_release(uint32_t bar_cluster_addr) {
   asm volatile("fence.acq_rel.cluster;\n" ::: "memory");
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(bar_cluster_addr) : "memory");
-}
-
-// Waits for the barrier's phase of this parity with cluster-scope acquire: remote writes
-// released before the arrivals are visible after it.
-__device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n"
-        "}\n"
-        : "=r"(done)
-        : "r"(smem_u32(bar)), "r"(parity)
-        : "memory");
-  } while (!done);
 }
 
 }  // namespace chorus::cuda

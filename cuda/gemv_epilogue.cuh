@@ -250,7 +250,7 @@ __device__ inline bool push_splits(const GemvParams& p, const BlockRows& br, con
   }
   for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc, [&](int n, int r, float v) { vals[n * kRows + r] = v; });
   __syncthreads();  // thread e adds element e, which another thread wrote
-  mbar_wait_cluster(bar, 0);
+  mbar_wait<true>(bar, 0);  // cluster-scope acquire: the pushed sums
   for (int e = threadIdx.x; e < area; e += blockDim.x) {
     float s = 0.0f;
     s += vals[e];
