@@ -109,9 +109,11 @@ GemvParams CudaBackend::gemv_params(const GemvCall& call, int32_t n_rows, int fi
   }
   p.x_budget_bytes = tuning_.gemv_x_budget_bytes;
   p.early_loads = tuning_.gemv_early_loads;
-  int64_t size_bytes = 0;
-  for (int i = first; i < last; ++i) size_bytes += static_cast<int64_t>(call.mats[i]->data.size_bytes());
-  p.trace = trace_slot(call.label, size_bytes);
+  if (trace_) {
+    int64_t size_bytes = 0;
+    for (int i = first; i < last; ++i) size_bytes += static_cast<int64_t>(call.mats[i]->data.size_bytes());
+    p.trace = trace_slot(call.label, size_bytes);
+  }
   return p;
 }
 

@@ -252,7 +252,7 @@ __device__ inline bool push_splits(const GemvParams& p, const BlockRows& br, con
   __syncthreads();  // thread e adds element e, which another thread wrote
   mbar_wait<true>(bar, 0);  // cluster-scope acquire: the pushed sums
   for (int e = threadIdx.x; e < area; e += blockDim.x) {
-    float s = 0.0f;
+    float s = 0.0f;  // from zero, as cluster_splits adds (a -0 split 0 sums alike)
     s += vals[e];
     for (int k = 1; k < p.split.n_splits; ++k) s += recv[(k - 1) * area + e];
     vals[e] = s;

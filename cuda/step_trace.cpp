@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
-#include <map>
 
 #include "cuda/cuda_check.h"
 
@@ -55,12 +54,12 @@ std::vector<TraceRecord> StepTrace::read(cudaStream_t s) const {
 TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps) {
   TraceSummary s;
   struct Acc {
-    size_t order = 0;
+    std::string label;
     double launches = 0, size_bytes = 0, crit_ns = 0, gap_ns = 0, body_ns = 0, lead_ns = 0;
     double last_entry_ns = 0, last_release_ns = 0, first_exit_ns = 0;  // from the first release
     double phase_n[kTracePhases] = {}, phase_first_ns[kTracePhases] = {}, phase_last_ns[kTracePhases] = {};
   };
-  std::map<std::string, Acc> acc;
+  std::vector<Acc> acc;  // per label, in order of first appearance (a handful: a linear search)
   double step_ns = 0, n_stamps = 0, n_whole_us = 0;
   for (const std::vector<TraceRecord>& step : steps) {
     if (step.empty() || !std::all_of(step.begin(), step.end(), [](const TraceRecord& r) { return r.stamped; })) {
@@ -72,9 +71,8 @@ TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps) {
       const TraceRecord& r = step[i];
       // The first launch has no traced predecessor: its share starts at its own release.
       const double prev_exit = i > 0 ? static_cast<double>(step[i - 1].exit_ns) : static_cast<double>(r.release_ns);
-      auto [it, fresh] = acc.try_emplace(r.label);
-      if (fresh) it->second.order = acc.size();
-      Acc& a = it->second;
+      auto it = std::find_if(acc.begin(), acc.end(), [&](const Acc& x) { return x.label == r.label; });
+      Acc& a = it != acc.end() ? *it : acc.emplace_back(Acc{r.label});
       a.launches += 1;
       a.size_bytes += static_cast<double>(r.size_bytes);
       a.crit_ns += static_cast<double>(r.exit_ns) - prev_exit;
@@ -100,10 +98,9 @@ TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps) {
   const double n = s.n_steps;
   s.step_us = step_ns / n / 1e3;
   s.timer_1us_share = n_whole_us / n_stamps;
-  std::vector<std::pair<size_t, TraceRow>> rows;
-  for (const auto& [label, a] : acc) {
+  for (const Acc& a : acc) {
     TraceRow r;
-    r.label = label;
+    r.label = a.label;
     r.launches_per_step = a.launches / n;
     r.size_mb_per_step = a.size_bytes / n / 1e6;
     r.crit_us_per_step = a.crit_ns / n / 1e3;
@@ -119,10 +116,8 @@ TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps) {
       r.phase_first_us[k] = a.phase_first_ns[k] / a.phase_n[k] / 1e3;
       r.phase_last_us[k] = a.phase_last_ns[k] / a.phase_n[k] / 1e3;
     }
-    rows.emplace_back(a.order, r);
+    s.rows.push_back(std::move(r));
   }
-  std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-  for (auto& [order, r] : rows) s.rows.push_back(std::move(r));
   return s;
 }
 

@@ -54,8 +54,8 @@ struct TraceSummary {
   double timer_1us_share = 0;  // share of stamps that are whole microseconds (1.0: the timer ticks in us)
 };
 
-// Steps whose launch lists differ in labels are summarized by position regardless; steps with
-// an unstamped launch are skipped. An empty input gives n_steps = 0.
+// Launches are summed per label; steps with an unstamped launch are skipped. An empty input
+// gives n_steps = 0.
 TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps);
 std::string format_trace(const TraceSummary& s);
 

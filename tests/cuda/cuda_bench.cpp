@@ -51,6 +51,13 @@ struct Gen {
   double decode_s = 0;
 };
 
+// Sequences 0 .. n - 1.
+std::vector<int> first_seqs(int n) {
+  std::vector<int> seqs(static_cast<size_t>(n));
+  std::iota(seqs.begin(), seqs.end(), 0);
+  return seqs;
+}
+
 // after_step (if set) runs after each timed decode step.
 Gen generate(Backend& b, const std::vector<std::vector<int32_t>>& prompts, const std::vector<int>& seqs,
              const std::function<void()>& after_step = {}) {
@@ -290,8 +297,7 @@ int main(int argc, char** argv) {
         return 2;
       }
       for (int n : ns) {
-        std::vector<int> seqs(static_cast<size_t>(n));
-        std::iota(seqs.begin(), seqs.end(), 0);
+        const std::vector<int> seqs = first_seqs(n);
         generate(**b, prompts, seqs);  // capture the traced graphs
         std::vector<std::vector<cuda::TraceRecord>> steps;
         generate(**b, prompts, seqs, [&] { steps.push_back((*b)->read_step_trace()); });
@@ -316,8 +322,7 @@ int main(int argc, char** argv) {
   bool all_ok = true;
   auto decode_rows = [&](const char* prefix) {
     for (int n : ns) {
-      std::vector<int> seqs(static_cast<size_t>(n));
-      std::iota(seqs.begin(), seqs.end(), 0);
+      const std::vector<int> seqs = first_seqs(n);
       generate(**b, prompts, seqs);  // warm this shape's graph
       const Gen g = generate(**b, prompts, seqs);
       bool ok = true;
