@@ -15,16 +15,19 @@ inline constexpr int kAttnThreads = 128;
 inline constexpr int kAttnWarps = kAttnThreads / 32;
 
 // kG: query heads per kv head the instantiation holds (>= the model's group); kP: head
-// dimension pairs a lane owns in P.V (head_dim <= 64 kP). Both compile-time so that the
-// unrolled loops issue no predicated-off work (the kernel is latency-bound at small M).
+// dimension pairs a lane owns (head_dim <= 64 kP). Both compile-time so that the unrolled
+// loops issue no predicated-off work (the kernel is latency-bound at small M).
 template <int kG, int kP>
 struct ChunkSmem {
-  float q_s[kG][kAttnMaxHeadDim];  // the group's queries, RoPE applied, pre-scaled; then (cluster
-                                   // merge) the chunk's unnormalized output per head
-  float score_s[kG][kAttnChunkTokens];
+  // Chunk weights per head the merges can hold (merge_chunks: contexts of up to this many
+  // chunks take the weighted route; cluster_merge uses the first kAttnMaxClusterChunks).
+  static constexpr int kMergeCap = kAttnWarps * kP * 64;
+  alignas(16) float q_s[kG][kAttnMaxHeadDim];  // the group's queries, RoPE applied, pre-scaled;
+                                               // then (cluster merge) the chunk's unnormalized
+                                               // output per head
   int64_t row_off[kAttnChunkTokens];
-  float red[kAttnWarps][kG][kP * 64];  // per-warp P.V partials
-  float ml_s[kG][2];                   // cluster merge: the chunk's (max, sum) per head
+  float merge_w[kG][kMergeCap];  // the merges' chunk weights
+  float ml_s[kG][2];             // cluster merge: the chunk's (max, sum) per head
 };
 
 // Where attend_chunk leaves a chunk's partial for query head g of the group: (max, sum) at
@@ -56,146 +59,172 @@ __device__ __forceinline__ void resolve_rows(const AttentionParams& p, int64_t* 
   for (int i = threadIdx.x; i < n_pos; i += kAttnThreads) row_off[i] = cache_row(p, row, kvh, chunk * kAttnChunkTokens + i);
 }
 
-// Where attend_chunk reads position i's K and V rows: in the cache (offsets from resolve_rows)...
+// Halves between a chunk's consecutive staged K (and V) rows in shared memory: 8 more than
+// head_dim, so that lanes reading 16-byte pieces of 8 consecutive rows hit 8 different 16-byte
+// bank slots (attend_chunk's scores: a lane per position).
+__host__ __device__ constexpr int staged_row_pitch(int head_dim) { return head_dim + 8; }
+
+// Where attend_chunk reads position i's K and V rows (i < the chunk's n_pos): in the cache
+// (offsets from resolve_rows)...
 struct CacheRows {
   const __half* k;
   const __half* v;
   const int64_t* row_off;
-  __device__ const __half2* k_row(int i) const { return reinterpret_cast<const __half2*>(k + row_off[i]); }
-  __device__ const __half2* v_row(int i) const { return reinterpret_cast<const __half2*>(v + row_off[i]); }
+  __device__ const __half* k_row(int i) const { return k + row_off[i]; }
+  __device__ const __half* v_row(int i) const { return v + row_off[i]; }
 };
-// ...or in a copy the block staged in shared memory, rows head_dim halves apart. The values
-// are the same halves either way, so both give the same bits.
+// ...or in a copy the block staged in shared memory (staged_row_pitch). The values are the
+// same halves either way, so both give the same bits.
 struct StagedRows {
   const __half* k;
   const __half* v;
-  int head_dim;
-  __device__ const __half2* k_row(int i) const { return reinterpret_cast<const __half2*>(k + i * head_dim); }
-  __device__ const __half2* v_row(int i) const { return reinterpret_cast<const __half2*>(v + i * head_dim); }
+  int pitch;
+  __device__ const __half* k_row(int i) const { return k + i * pitch; }
+  __device__ const __half* v_row(int i) const { return v + i * pitch; }
 };
 
-// Needs s.q_s filled and the rows readable, then a __syncthreads(); ends with the partials written.
-template <int kG, int kP, typename Rows>
-__device__ __forceinline__ void attend_chunk(const AttentionParams& p, ChunkSmem<kG, kP>& s, int chunk, int row,
-                                             const Rows& rows, const ChunkSink& sink) {
-  constexpr int kThreads = kAttnThreads, kWarps = kAttnWarps;
-  auto& q_s = s.q_s;
-  auto& score_s = s.score_s;
-  auto& red = s.red;
-  const int len = p.seq_lens[row];
-  const int begin = chunk * kAttnChunkTokens;
-  const int n_pos = min(kAttnChunkTokens, len - begin);
-  const int group = p.n_heads / p.n_kv_heads, hd = p.head_dim;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-
-  // Scores: a warp per position (4 positions in flight), lanes over dimension pairs,
-  // butterfly sums (fixed order).
-  constexpr int kPosPerIter = 8;
-  for (int i0 = warp * kPosPerIter; i0 < n_pos; i0 += kPosPerIter * (kThreads / 32)) {
-    float dot[kPosPerIter][kG];
+// The unnormalized P.V of one head over a chunk's n_pos rows into out[0, hd), position i's
+// weight in lane i's e, for narrow heads (hd % 8 == 0, hd <= 64): the warp's lanes form groups
+// of hd / 8, lane c of group pg accumulating halves [8c, 8c + 8) of rows pg, pg + n_groups, ...
+// in order; then group 0 adds the other groups' sums in group order. A lane per dimension pair
+// (chunk_pv_pairs) would spend n_pos iterations on one pair each at hd = 64: this takes 8 of
+// 8 pairs each (H100: decode attention of the 1B 7.4 -> 6.4 us). At hd = 128 it measured
+// slower than the pairs (perf-notes v19), so wider heads keep those.
+template <typename Rows>
+__device__ __forceinline__ void chunk_pv_pieces(const Rows& rows, int n_pos, int hd, float e, int lane, float* out) {
+  const int lanes_per_row = hd / 8, n_groups = 32 / lanes_per_row;
+  const int pg = lane / lanes_per_row, c = lane - pg * lanes_per_row;
+  float acc[8];
 #pragma unroll
-    for (int j = 0; j < kPosPerIter; ++j)
+  for (int k = 0; k < 8; ++k) acc[k] = 0.0f;
+  const int n_iter = (n_pos + n_groups - 1) / n_groups;
+#pragma unroll 2
+  for (int t = 0; t < n_iter; ++t) {
+    const int i = pg + t * n_groups;
+    const float w = __shfl_sync(0xffffffffu, e, i & 31);
+    if (pg < n_groups && i < n_pos) {
+      const uint4 v = reinterpret_cast<const uint4*>(rows.v_row(i))[c];
+      const __half2* h = reinterpret_cast<const __half2*>(&v);
 #pragma unroll
-      for (int g = 0; g < kG; ++g) dot[j][g] = 0.0f;
-    for (int d2 = lane; d2 < hd / 2; d2 += 32) {
-      float2 kf[kPosPerIter];
-#pragma unroll
-      for (int j = 0; j < kPosPerIter; ++j) {
-        const int i = min(i0 + j, n_pos - 1);
-        kf[j] = __half22float2(rows.k_row(i)[d2]);
-      }
-#pragma unroll
-      for (int g = 0; g < kG; ++g) {
-        if (g < group) {
-          const float qx = q_s[g][2 * d2], qy = q_s[g][2 * d2 + 1];
-#pragma unroll
-          for (int j = 0; j < kPosPerIter; ++j) dot[j][g] += qx * kf[j].x + qy * kf[j].y;
-        }
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < kPosPerIter; ++j) {
-#pragma unroll
-      for (int g = 0; g < kG; ++g) {
-        float v = dot[j][g];
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-        if (lane == 0 && g < group && i0 + j < n_pos) score_s[g][i0 + j] = v;
+      for (int k = 0; k < 4; ++k) {
+        const float2 vf = __half22float2(h[k]);
+        acc[2 * k] = fmaf(w, vf.x, acc[2 * k]);
+        acc[2 * k + 1] = fmaf(w, vf.y, acc[2 * k + 1]);
       }
     }
   }
-  __syncthreads();
+  float sum[8];  // every lane's own acc stays as it was for the other lanes' reads
+#pragma unroll
+  for (int k = 0; k < 8; ++k) sum[k] = acc[k];
+  for (int g = 1; g < n_groups; ++g) {
+    const int src = (lane + g * lanes_per_row) & 31;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) sum[k] += __shfl_sync(0xffffffffu, acc[k], src);
+  }
+  if (pg == 0) {
+    float4* o = reinterpret_cast<float4*>(out + 8 * c);
+    o[0] = make_float4(sum[0], sum[1], sum[2], sum[3]);
+    o[1] = make_float4(sum[4], sum[5], sum[6], sum[7]);
+  }
+}
 
-  // Per head: max, exp, sum (a warp per head, lane-strided then butterfly).
-  for (int g = warp; g < group; g += kThreads / 32) {
-    float m = -FLT_MAX;
-    for (int i = lane; i < n_pos; i += 32) m = fmaxf(m, score_s[g][i]);
+// The same with lane L owning dimension pairs L, L + 32, ... (kP of them at most), going
+// through the positions in order: heads wider than 64 or not a multiple of 8.
+template <int kP, typename Rows>
+__device__ __forceinline__ void chunk_pv_pairs(const Rows& rows, int n_pos, int hd, float e, int lane, float* out) {
+  const int hd2 = hd / 2;
+  float2 acc[kP];
+#pragma unroll
+  for (int jj = 0; jj < kP; ++jj) acc[jj] = make_float2(0.0f, 0.0f);
+  for (int i = 0; i < n_pos; ++i) {
+    const float w = __shfl_sync(0xffffffffu, e, i);
+    const __half2* vrow = reinterpret_cast<const __half2*>(rows.v_row(i));
+#pragma unroll
+    for (int jj = 0; jj < kP; ++jj) {
+      const int d2 = lane + 32 * jj;
+      if (d2 < hd2) {
+        const float2 vf = __half22float2(vrow[d2]);
+        acc[jj].x = fmaf(w, vf.x, acc[jj].x);
+        acc[jj].y = fmaf(w, vf.y, acc[jj].y);
+      }
+    }
+  }
+#pragma unroll
+  for (int jj = 0; jj < kP; ++jj) {
+    const int d2 = lane + 32 * jj;
+    if (d2 < hd2) reinterpret_cast<float2*>(out)[d2] = acc[jj];
+  }
+}
+
+// Needs s.q_s filled and the rows readable, then a __syncthreads(); ends with the partials
+// written. A warp per query head (heads warp, warp + kAttnWarps, ...), and no block barrier:
+// at small M a block is one warp per scheduler, running code it has not run before, so what
+// counts is how many instructions each warp goes through, unrolled ones most. Lane L computes
+// position L's score whole (8-element pieces of its K row against the broadcast query, in
+// order; no reduction across lanes), so the softmax runs in registers, and P.V takes position
+// i's weight from lane i. Reads s.q_s[g] and then (cluster merge) writes the output over it,
+// after a __syncwarp().
+template <int kG, int kP, typename Rows>
+__device__ __forceinline__ void attend_chunk(const AttentionParams& p, ChunkSmem<kG, kP>& s, int chunk, int row,
+                                             const Rows& rows, const ChunkSink& sink) {
+  static_assert(kAttnChunkTokens == 32, "a lane per chunk position");
+  const int len = p.seq_lens[row];
+  const int n_pos = min(kAttnChunkTokens, len - chunk * kAttnChunkTokens);
+  const int group = p.n_heads / p.n_kv_heads, hd = p.head_dim, hd2 = hd / 2;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int my_pos = min(lane, n_pos - 1);  // lanes past the chunk's end repeat its last row (masked)
+  for (int g = warp; g < group; g += kAttnWarps) {
+    const float* q = s.q_s[g];
+    float dot = 0.0f;
+    if (hd % 8 == 0) {  // 16-byte pieces (the cache rows are 16-byte aligned then)
+      const uint4* k8 = reinterpret_cast<const uint4*>(rows.k_row(my_pos));
+      const float4* q4 = reinterpret_cast<const float4*>(q);
+#pragma unroll 2
+      for (int d8 = 0; d8 < hd / 8; ++d8) {
+        const uint4 kv = k8[d8];
+        const float4 qa = q4[2 * d8], qb = q4[2 * d8 + 1];
+        const float2 k0 = __half22float2(*reinterpret_cast<const __half2*>(&kv.x));
+        const float2 k1 = __half22float2(*reinterpret_cast<const __half2*>(&kv.y));
+        const float2 k2 = __half22float2(*reinterpret_cast<const __half2*>(&kv.z));
+        const float2 k3 = __half22float2(*reinterpret_cast<const __half2*>(&kv.w));
+        float piece = qa.x * k0.x;
+        piece = fmaf(qa.y, k0.y, piece);
+        piece = fmaf(qa.z, k1.x, piece);
+        piece = fmaf(qa.w, k1.y, piece);
+        piece = fmaf(qb.x, k2.x, piece);
+        piece = fmaf(qb.y, k2.y, piece);
+        piece = fmaf(qb.z, k3.x, piece);
+        piece = fmaf(qb.w, k3.y, piece);
+        dot += piece;
+      }
+    } else {  // 4-byte pieces
+      const __half2* k2 = reinterpret_cast<const __half2*>(rows.k_row(my_pos));
+      for (int d2 = 0; d2 < hd2; ++d2) {
+        const float2 kf = __half22float2(k2[d2]);
+        dot = fmaf(q[2 * d2 + 1], kf.y, fmaf(q[2 * d2], kf.x, dot));
+      }
+    }
+    const float score = lane < n_pos ? dot : -FLT_MAX;
+
+    // Softmax partial: the chunk's max and sum of exp (fixed butterflies).
+    float m = score;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    float l = 0.0f;
-    for (int i = lane; i < n_pos; i += 32) {
-      const float e = expf(score_s[g][i] - m);
-      score_s[g][i] = e;
-      l += e;
-    }
+    const float e = lane < n_pos ? expf(score - m) : 0.0f;
+    float l = e;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
     if (lane == 0) {
       sink.ml[g * sink.ml_stride] = m;
       sink.ml[g * sink.ml_stride + 1] = l;
     }
-  }
-  __syncthreads();
 
-  // Unnormalized output. Warp w takes positions w, w+4, ... (in order); a lane owns dimension
-  // pairs lane, lane+32, ... and accumulates them for every query head of the group, so each
-  // V element is loaded once per block; the warps' partials are then added in warp order.
-  {
-    float acc[kP][kG][2];
-#pragma unroll
-    for (int jj = 0; jj < kP; ++jj)
-#pragma unroll
-      for (int g = 0; g < kG; ++g) acc[jj][g][0] = acc[jj][g][1] = 0.0f;
-#pragma unroll 8
-    for (int i = warp; i < n_pos; i += kWarps) {
-      const __half2* vrow = rows.v_row(i);
-#pragma unroll
-      for (int jj = 0; jj < kP; ++jj) {
-        const int d2 = lane + 32 * jj;
-        if (d2 < hd / 2) {
-          const float2 vf = __half22float2(vrow[d2]);
-#pragma unroll
-          for (int g = 0; g < kG; ++g) {
-            if (g < group) {
-              const float e = score_s[g][i];
-              acc[jj][g][0] += e * vf.x;
-              acc[jj][g][1] += e * vf.y;
-            }
-          }
-        }
-      }
+    __syncwarp();  // every lane has read q (the cluster sink overwrites it)
+    if (hd % 8 == 0 && hd <= 64) {
+      chunk_pv_pieces(rows, n_pos, hd, e, lane, sink.o + g * sink.o_stride);
+    } else {
+      chunk_pv_pairs<kP>(rows, n_pos, hd, e, lane, sink.o + g * sink.o_stride);
     }
-#pragma unroll
-    for (int jj = 0; jj < kP; ++jj) {
-      const int d2 = lane + 32 * jj;
-      if (d2 < hd / 2) {
-#pragma unroll
-        for (int g = 0; g < kG; ++g) {
-          if (g < group) {
-            red[warp][g][2 * d2] = acc[jj][g][0];
-            red[warp][g][2 * d2 + 1] = acc[jj][g][1];
-          }
-        }
-      }
-    }
-  }
-  __syncthreads();
-  for (int slot = threadIdx.x; slot < group * hd; slot += kThreads) {
-    const int g = slot / hd, d = slot % hd;
-    float o = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) o += red[w][g][d];
-    sink.o[g * sink.o_stride + d] = o;
   }
 }
 

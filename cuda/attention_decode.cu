@@ -143,11 +143,11 @@ struct NewToken {
 };
 
 // Copies the chunk's cached K and V rows except row `skip` (the new token's, not written yet)
-// into k_s / v_s (rows head_dim halves apart), asynchronously: 16-byte pieces when head_dim
+// into k_s / v_s (rows staged_row_pitch apart), asynchronously: 16-byte pieces when head_dim
 // is a multiple of 8 (the cache rows are then 16-byte aligned), else 4-byte ones.
 __device__ void stage_cached_kv(const AttentionParams& p, const int64_t* row_off, int n_pos, int skip, __half* k_s,
                                 __half* v_s) {
-  const int hd = p.head_dim;
+  const int hd = p.head_dim, pitch = staged_row_pitch(hd);
   const int piece = hd % 8 == 0 ? 8 : 2;  // halves per copy
   const int per_row = hd / piece;
   for (int v = threadIdx.x; v < n_pos * per_row; v += kAttnThreads) {
@@ -155,11 +155,11 @@ __device__ void stage_cached_kv(const AttentionParams& p, const int64_t* row_off
     if (i == skip) continue;
     const int64_t src = row_off[i] + e;
     if (piece == 8) {
-      cp_async16(k_s + i * hd + e, p.k_cache + src, 16);
-      cp_async16(v_s + i * hd + e, p.v_cache + src, 16);
+      cp_async16(k_s + i * pitch + e, p.k_cache + src, 16);
+      cp_async16(v_s + i * pitch + e, p.v_cache + src, 16);
     } else {
-      cp_async4(k_s + i * hd + e, p.k_cache + src);
-      cp_async4(v_s + i * hd + e, p.v_cache + src);
+      cp_async4(k_s + i * pitch + e, p.k_cache + src);
+      cp_async4(v_s + i * pitch + e, p.v_cache + src);
     }
   }
   cp_async_commit();
@@ -178,11 +178,11 @@ __device__ void stage_chunk(const AttentionParams& p, int64_t* row_off, int chun
 
 // The last block of a (row, kv head) merges the chunk partials of the group's heads: a warp per
 // head finds the max and the normalizer (lanes over chunks, fixed butterflies) and leaves each
-// chunk's weight exp(m_c - m) / l in shared memory (the free P.V scratch); then every output
+// chunk's weight exp(m_c - m) / l in shared memory (s.merge_w); then every output
 // element is the weighted sum of its chunks, loads unrolled so they are in flight together.
 template <int kG, int kP>
 __device__ void merge_chunks(const AttentionParams& p, ChunkSmem<kG, kP>& s, int row, int kvh, int n_chunks) {
-  constexpr int kCap = kAttnWarps * kP * 64;  // chunk weights per head that fit in s.red
+  constexpr int kCap = ChunkSmem<kG, kP>::kMergeCap;  // chunk weights per head that fit in s.merge_w
   const int group = p.n_heads / p.n_kv_heads, hd = p.head_dim;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (n_chunks > kCap) {  // contexts longer than kCap chunks: the plain per-element merge
@@ -193,8 +193,7 @@ __device__ void merge_chunks(const AttentionParams& p, ChunkSmem<kG, kP>& s, int
     }
     return;
   }
-  float* weights = &s.red[0][0][0];  // [kG][kCap]
-  __syncthreads();                   // attend_chunk is done with s.red in every warp
+  float* weights = &s.merge_w[0][0];  // [kG][kCap]
   for (int g = warp; g < group; g += kAttnWarps) {
     const float* ml = p.part_ml + (static_cast<int64_t>(row) * p.n_heads + kvh * group + g) * p.max_chunks * 2;
     float m = -FLT_MAX;
@@ -238,7 +237,7 @@ __device__ void cluster_merge(const AttentionParams& p, ChunkSmem<kG, kP>& s, in
   cg::cluster_group cluster = cg::this_cluster();
   const int group = p.n_heads / p.n_kv_heads, hd = p.head_dim;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  float* weights = &s.red[0][0][0];  // [kG][kCap]; attend_chunk is done with s.red
+  float* weights = &s.merge_w[0][0];  // [kG][kCap]
   cluster.sync();                    // every chunk's partial is in place
   trace_phase(trace, 3);
   for (int g = warp; g < group; g += kAttnWarps) {
@@ -263,8 +262,14 @@ __device__ void cluster_merge(const AttentionParams& p, ChunkSmem<kG, kP>& s, in
   for (int slot = static_cast<int>(cluster.block_rank()) * kAttnThreads + threadIdx.x; slot < group * hd;
        slot += n_blocks * kAttnThreads) {
     const int g = slot / hd, dim = slot % hd;
+    float part[kCap];  // every block's element first, so the remote loads are in flight together
+#pragma unroll
+    for (int c = 0; c < kCap; ++c) part[c] = c < n_chunks ? *cluster.map_shared_rank(&s.q_s[g][dim], c) : 0.0f;
     float o = 0.0f;
-    for (int c = 0; c < n_chunks; ++c) o = fmaf(*cluster.map_shared_rank(&s.q_s[g][dim], c), weights[g * kCap + c], o);
+#pragma unroll
+    for (int c = 0; c < kCap; ++c) {
+      if (c < n_chunks) o = fmaf(part[c], weights[g * kCap + c], o);
+    }
     p.out[static_cast<int64_t>(row) * p.out_stride + (kvh * group + g) * hd + dim] = __float2half_rn(o);
   }
   cluster.sync();  // the other blocks' shared memory lives until every block has read it
@@ -275,7 +280,7 @@ template <int kG, int kP>
 __device__ __forceinline__ void attention_decode_block(const DecodeAttentionParams& d) {
   __shared__ ChunkSmem<kG, kP> s;
   __shared__ int last_s;
-  extern __shared__ __align__(16) __half kv_s[];  // [2][kAttnChunkTokens][head_dim]: K rows, V rows
+  extern __shared__ __align__(16) __half kv_s[];  // [2][kAttnChunkTokens][pitch]: K rows, V rows
   const AttentionParams& p = d.attn;
   const int kvh = blockIdx.y, row = blockIdx.z, per_block = d.chunks_per_block;
   const int first = blockIdx.x * per_block;  // this block's chunks: [first, first + n_mine)
@@ -286,7 +291,8 @@ __device__ __forceinline__ void attention_decode_block(const DecodeAttentionPara
   const bool active = n_mine > 0;
   const bool writes_kv = active && first + n_mine == n_chunks;  // the new token's chunk is this block's last
   __half* k_s = kv_s;
-  __half* v_s = kv_s + kAttnChunkTokens * hd;
+  const int pitch = staged_row_pitch(hd);
+  __half* v_s = kv_s + kAttnChunkTokens * pitch;
   NewToken<kG, kP> tok;
   int64_t kv_off = 0;        // the new token's cache row
   if (active) {  // nothing here depends on the kernel waited for (file comment)
@@ -309,13 +315,13 @@ __device__ __forceinline__ void attention_decode_block(const DecodeAttentionPara
         __syncthreads();  // the previous chunk is done with the staged rows and s.row_off
         stage_chunk(p, s.row_off, chunk, kvh, row, len, k_s, v_s);
       }
-      if (writes_kv && chunk == n_chunks - 1) tok.stage(d, k_s + (pos - begin) * hd, v_s + (pos - begin) * hd);
+      if (writes_kv && chunk == n_chunks - 1) tok.stage(d, k_s + (pos - begin) * pitch, v_s + (pos - begin) * pitch);
       cp_async_wait_all();
       __syncthreads();  // queries and every K/V row staged
       if (j == 0) trace_phase(d.trace, 1);
       const ChunkSink sink = d.cluster_merge ? ChunkSink{&s.ml_s[0][0], 2, &s.q_s[0][0], kAttnMaxHeadDim}
                                                : global_sink(p, row, kvh, chunk);
-      attend_chunk<kG, kP>(p, s, chunk, row, StagedRows{k_s, v_s, hd}, sink);
+      attend_chunk<kG, kP>(p, s, chunk, row, StagedRows{k_s, v_s, pitch}, sink);
     }
     trace_phase(d.trace, 2);
   }
@@ -349,9 +355,9 @@ __global__ void __launch_bounds__(kAttnThreads, 6) attention_decode_kernel(const
 using DecodeKernel = void (*)(DecodeAttentionParams);
 const DecodeKernel kDecodeKernels[4][3] = CHORUS_ATTENTION_VARIANTS(attention_decode_kernel);
 
-// Staged K/V rows: 2 x kAttnChunkTokens x head_dim halves, 32 KB at head_dim 256, which with
-// the largest instantiation's static 41 KB passes the 48 KB default.
-constexpr int kStagedKvMaxBytes = 2 * kAttnChunkTokens * kAttnMaxHeadDim * 2;
+// Staged K/V rows: 2 x kAttnChunkTokens x staged_row_pitch halves, 33 KB at head_dim 256, which
+// with the largest instantiation's static 41 KB passes the 48 KB default.
+constexpr int kStagedKvMaxBytes = 2 * kAttnChunkTokens * staged_row_pitch(kAttnMaxHeadDim) * 2;
 
 // Chunks per block where the partials merge through the counters: the number of waves that
 // one chunk per block would take, rounded to the nearest (at least 1). A wave of blocks running
@@ -384,7 +390,7 @@ void launch_attention_decode(const DecodeAttentionParams& d, cudaStream_t stream
                     std::to_string(kAttnMaxRowsPerLaunch) + " per launch");
   }
   prepare_attention_kernels();  // no-op after the first call; the backend makes that call at load
-  const size_t kv_bytes = static_cast<size_t>(2 * kAttnChunkTokens * p.head_dim) * sizeof(__half);
+  const size_t kv_bytes = static_cast<size_t>(2 * kAttnChunkTokens * staged_row_pitch(p.head_dim)) * sizeof(__half);
   const DecodeKernel kernel = kDecodeKernels[v.group_index][v.pairs_index];
   DecodeAttentionParams launch = d;
   launch.cluster_merge = p.grid_chunks <= kAttnMaxClusterChunks && p.n_rows <= d.cluster_max_rows ? 1 : 0;

@@ -234,10 +234,13 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
                          // d36: a head width that is not a multiple of 8 halves, so the
-                         // decode kernel stages the cached K/V in 4-byte pieces.
+                         // decode kernel stages the cached K/V in 4-byte pieces. h16_kv2_d32:
+                         // two heads per warp, P.V in 8 groups of 4 lanes; h8_kv1_d256: two
+                         // heads per warp, 4 dimension pairs per lane.
                          ::testing::Values(Shape{32, 8, 128, RopeKind::Normal}, Shape{8, 2, 64, RopeKind::Neox},
                                            Shape{9, 3, 64, RopeKind::Normal}, Shape{4, 4, 128, RopeKind::Neox},
-                                           Shape{6, 2, 36, RopeKind::Normal}),
+                                           Shape{6, 2, 36, RopeKind::Normal}, Shape{16, 2, 32, RopeKind::Neox},
+                                           Shape{8, 1, 256, RopeKind::Normal}),
                          [](const auto& info) {
                            const Shape& s = info.param;
                            std::string name = "h";
