@@ -15,12 +15,16 @@
 // inside the graph is printed per launch kind (those steps' tok/s are not reported: every
 // block stamps a timer); --trace-tuning=SPEC does the same under a CHORUS_CUDA_TUNING spec.
 // Then a 512-token prefill is timed.
+// Before any timing, the CUDA backend's logits are checked against the CPU backend's on the
+// same model and tokens (check_against_cpu): a build that is fast because it computes garbage
+// fails there (exit code 4), which batched == solo alone would not catch.
 //
 // chorus-cuda-bench --profile decode|prefill MODEL.gguf [N]: the region for a profiler run
 // under `ncu --profile-from-start off`: one eager decode step of N sequences (after warm-up),
 // or one 512-token prefill, between cudaProfilerStart and cudaProfilerStop.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -34,6 +38,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/device_memory.h"
 #include "cuda/gemv.h"
+#include "engine/backend/cpu_backend.h"
 #include "engine/model/model_file.h"
 
 using namespace chorus;
@@ -95,6 +100,75 @@ Gen generate(Backend& b, const std::vector<std::vector<int32_t>>& prompts, const
   }
   g.decode_s = now_s() - t0;
   return g;
+}
+
+// The CUDA backend's logits against the CPU backend's (engine/backend/cpu_backend.h, its own
+// kernels and rounding) for the same tokens: every row of a kCheckPrompt-token prompt, then
+// kCheckSteps decode steps of the tokens the CUDA backend chose, fed to both. Returns the
+// smallest cosine similarity over those rows.
+constexpr int kCheckPrompt = 12, kCheckSteps = 3;
+constexpr double kCheckMinCosine = 0.99;
+
+double cosine(const float* a, const float* b, int n) {
+  double ab = 0, aa = 0, bb = 0;
+  for (int i = 0; i < n; ++i) {
+    ab += static_cast<double>(a[i]) * b[i];
+    aa += static_cast<double>(a[i]) * a[i];
+    bb += static_cast<double>(b[i]) * b[i];
+  }
+  return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : 0.0;
+}
+
+Result<double> check_against_cpu(Backend& gpu, const std::string& path, const std::vector<int32_t>& prompt) {
+  BackendOptions o;
+  o.max_batch = 1;
+  o.context_tokens = 64;
+  o.kv_cache_tokens = 64;
+  auto cpu = create_cpu_backend(path, o);
+  if (!cpu) return make_error("CPU reference backend: " + cpu.message());
+  const int n_vocab = gpu.config().n_vocab;
+  const std::vector<int32_t> gpu_table = [] {
+    std::vector<int32_t> t(kBlocksPerSeq);
+    std::iota(t.begin(), t.end(), 0);
+    return t;
+  }();
+  const std::vector<int32_t> cpu_table = {0, 1, 2, 3};
+  const std::vector<int32_t> tokens(prompt.begin(), prompt.begin() + kCheckPrompt);
+  double min_cos = 1.0;
+  auto compare = [&](const std::vector<float>& g, const std::vector<float>& c, int rows) {
+    for (int r = 0; r < rows; ++r) {
+      min_cos = std::min(min_cos, cosine(g.data() + static_cast<size_t>(r) * n_vocab,
+                                         c.data() + static_cast<size_t>(r) * n_vocab, n_vocab));
+    }
+  };
+  PrefillChunk pc;
+  pc.tokens = tokens;
+  pc.logits = LogitsMode::Return;
+  pc.seq.block_table = gpu_table;
+  auto gp = gpu.prefill(pc);
+  if (!gp) return make_error("CUDA prefill: " + gp.message());
+  pc.seq.block_table = cpu_table;
+  auto cp = (*cpu)->prefill(pc);
+  if (!cp) return make_error("CPU prefill: " + cp.message());
+  compare(gp->logits, cp->logits, kCheckPrompt);
+  std::vector<float> last(gp->logits.end() - n_vocab, gp->logits.end());
+  for (int step = 0; step < kCheckSteps; ++step) {
+    DecodeBatch batch;
+    batch.tokens = {static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin())};
+    batch.logits = LogitsMode::Return;
+    SeqState st;
+    st.n_past = kCheckPrompt + step;
+    st.block_table = gpu_table;
+    batch.seqs = {st};
+    auto gd = gpu.decode(batch);
+    if (!gd) return make_error("CUDA decode: " + gd.message());
+    batch.seqs[0].block_table = cpu_table;
+    auto cd = (*cpu)->decode(batch);
+    if (!cd) return make_error("CPU decode: " + cd.message());
+    compare(gd->logits, cd->logits, 1);
+    last = gd->logits;
+  }
+  return min_cos;
 }
 
 // Kernel-level GEMV timing on the model's own matrices: median of 50 graph-free launches
@@ -310,6 +384,15 @@ int main(int argc, char** argv) {
     return 0;
   };
   if (trace_only) return run_traces();
+  const double tc = now_s();
+  auto check = check_against_cpu(**b, argv[1], prompts[0]);
+  if (!check) { std::fprintf(stderr, "reference check: %s\n", check.message().c_str()); return 1; }
+  std::printf("reference: CPU backend, %d prompt rows + %d decode steps: min cosine %.6f (bar %.2f) in %.1f s\n",
+              kCheckPrompt, kCheckSteps, *check, kCheckMinCosine, now_s() - tc);
+  if (*check < kCheckMinCosine) {
+    std::fprintf(stderr, "the CUDA logits do not match the CPU backend's: no figures for a wrong result\n");
+    return 4;
+  }
   time_gemv(argv[1]);
 
   generate(**b, prompts, {0});  // warm-up (graph capture, cuBLASLt plans)
