@@ -24,7 +24,6 @@
 // or one 512-token prefill, between cudaProfilerStart and cudaProfilerStop.
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -40,6 +39,7 @@
 #include "cuda/gemv.h"
 #include "engine/backend/cpu_backend.h"
 #include "engine/model/model_file.h"
+#include "tests/cuda/cuda_test_util.h"
 
 using namespace chorus;
 
@@ -109,16 +109,6 @@ Gen generate(Backend& b, const std::vector<std::vector<int32_t>>& prompts, const
 constexpr int kCheckPrompt = 12, kCheckSteps = 3;
 constexpr double kCheckMinCosine = 0.99;
 
-double cosine(const float* a, const float* b, int n) {
-  double ab = 0, aa = 0, bb = 0;
-  for (int i = 0; i < n; ++i) {
-    ab += static_cast<double>(a[i]) * b[i];
-    aa += static_cast<double>(a[i]) * a[i];
-    bb += static_cast<double>(b[i]) * b[i];
-  }
-  return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : 0.0;
-}
-
 Result<double> check_against_cpu(Backend& gpu, const std::string& path, const std::vector<int32_t>& prompt) {
   BackendOptions o;
   o.max_batch = 1;
@@ -137,8 +127,8 @@ Result<double> check_against_cpu(Backend& gpu, const std::string& path, const st
   double min_cos = 1.0;
   auto compare = [&](const std::vector<float>& g, const std::vector<float>& c, int rows) {
     for (int r = 0; r < rows; ++r) {
-      min_cos = std::min(min_cos, cosine(g.data() + static_cast<size_t>(r) * n_vocab,
-                                         c.data() + static_cast<size_t>(r) * n_vocab, n_vocab));
+      min_cos = std::min(min_cos, cuda::test::cosine(g.data() + static_cast<size_t>(r) * n_vocab,
+                                                     c.data() + static_cast<size_t>(r) * n_vocab, n_vocab));
     }
   };
   PrefillChunk pc;
