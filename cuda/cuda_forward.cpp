@@ -36,11 +36,6 @@ GemvOutput sum_output(float* out, int32_t stride) {
 
 }  // namespace
 
-// From this many rows on, one pass normalizes the rows and the GEMVs stage f16 by cp.async:
-// the fused route normalizes in every GEMV block through registers, one memory latency per
-// 4 vectors per thread, which outgrows the pass's launch beyond a couple of rows.
-constexpr int32_t kNormPassMinRows = 3;
-
 GemvInput CudaBackend::norm_input(const float* norm_w, int32_t n_rows, int32_t row_begin) {
   const ModelConfig& c = model_->config;
   GemvInput in;
@@ -51,7 +46,10 @@ GemvInput CudaBackend::norm_input(const float* norm_w, int32_t n_rows, int32_t r
   in.ss_stride = ss_stride_;
   in.norm_w = norm_w;
   in.eps = c.rms_eps;
-  if (n_rows < kNormPassMinRows) return in;
+  // CudaTuning::norm_pass_min_rows: the fused route normalizes in every GEMV block through
+  // registers, one memory latency per 4 vectors per thread, which outgrows the pass's launch
+  // beyond a couple of rows.
+  if (n_rows < tuning_.norm_pass_min_rows) return in;
   NormRowsParams np;
   np.in = in;
   np.n_cols = c.n_embd;

@@ -20,6 +20,7 @@ constexpr Field kFields[] = {
     {"gemv_early_loads", &CudaTuning::gemv_early_loads},
     {"gemv_pair_max_rows", &CudaTuning::gemv_pair_max_rows},
     {"gemm_ref_rows", &CudaTuning::gemm_ref_rows},
+    {"norm_pass_min_rows", &CudaTuning::norm_pass_min_rows},
 };
 constexpr std::string_view kSplitsName = "gemv_splits";
 

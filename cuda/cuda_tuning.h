@@ -43,6 +43,11 @@ struct CudaTuning {
   // H100: 512 rows runs 4-prompt calls 19 % faster than 128 rows, and a lone 128-token prompt
   // 13 % slower (perf-notes v15).
   int32_t gemm_ref_rows = 0;
+  // From this many rows on, a step normalizes its rows in a pass of their own and the GEMVs
+  // stage f16 (launch_norm_rows); fewer rows are normalized inside every GEMV block (the fused
+  // route, GemvIn::NormF32), which costs a launch less but puts two dependent memory round
+  // trips before the first product (v19 trace: ~2.5-3.5 us). Same bits either way.
+  int32_t norm_pass_min_rows = 3;
 };
 
 // Applies "key=value,key=value" to base: keys are CudaTuning's field names, values

@@ -1,12 +1,14 @@
 // chorus-cuda-bench MODEL.gguf [N...] [--trace] [--trace-tuning=SPEC] [--trace-only] [--attn-cluster-max-rows=A,B...] [--attn-chunks-per-block=A,B...]
-// [--gemv-x-budget=A,B...] [--gemv-early=A,B...] [--gemv-pair-max-rows=A,B...] [--gemv-splits=Q.O.U.D,...]: the CUDA backend alone
+// [--gemv-x-budget=A,B...] [--gemv-early=A,B...] [--gemv-pair-max-rows=A,B...] [--norm-pass-min-rows=A,B...]
+// [--gemv-splits=Q.O.U.D,...]: the CUDA backend alone
 // (no scheduler). For each N:
 // N random prompts of 128 tokens prefilled one by one, then 128 greedy decode steps of all
 // N together, timed (aggregate decode tok/s). The tokens are checked against each
 // sequence decoded alone (batched == solo), again for each listed attention cluster-merge
 // limit (attention.h; rows "cA N ..."), decode attention chunks per block (rows "kA N ..."),
 // GEMV x chunk budget (CudaTuning; rows "xA N ..."), GEMV early-load bits (gemv.h GemvEarly;
-// rows "eA N ...") and the most rows of two-type launches (rows "pA N ...").
+// rows "eA N ..."), the most rows of two-type launches (rows "pA N ...") and the fewest rows
+// normalized in a pass of their own (rows "nA N ...").
 // Split counts (CudaTuning::gemv_splits: q|k|v, output, gate|up, down; 0 keeps the
 // default) change the rounding, so their rows "sQ.O.U.D N ..." compare against solo runs
 // under the same splits.
@@ -295,6 +297,7 @@ int main(int argc, char** argv) {
   std::vector<int> x_budgets;         // --gemv-x-budget=A,B,...: the same per GEMV x budget (bytes)
   std::vector<int> early_loads;       // --gemv-early=A,B,...: the same per GemvEarly bit mask
   std::vector<int> pair_max_rows;     // --gemv-pair-max-rows=A,B,...: the same per two-type launch limit
+  std::vector<int> norm_pass_rows;    // --norm-pass-min-rows=A,B,...: the same per norm pass threshold
   std::vector<std::string> splits;    // --gemv-splits=Q.O.U.D,...: the same per split override
   std::vector<cuda::CudaTuning::Splits> split_values;
   // --trace, --trace-tuning=SPEC (each flag one run; SPEC as CHORUS_CUDA_TUNING, cuda_tuning.h):
@@ -308,6 +311,7 @@ int main(int argc, char** argv) {
     if (parse_int_list(arg, "--gemv-x-budget=", x_budgets)) continue;
     if (parse_int_list(arg, "--gemv-early=", early_loads)) continue;
     if (parse_int_list(arg, "--gemv-pair-max-rows=", pair_max_rows)) continue;
+    if (parse_int_list(arg, "--norm-pass-min-rows=", norm_pass_rows)) continue;
     if (parse_list(arg, "--gemv-splits=", splits)) continue;
     if (arg == "--trace") {
       trace_specs.push_back("");
@@ -425,6 +429,7 @@ int main(int argc, char** argv) {
       {"x", x_budgets, &cuda::CudaTuning::gemv_x_budget_bytes},          // GEMV x chunks in that budget
       {"e", early_loads, &cuda::CudaTuning::gemv_early_loads},            // GemvEarly bits
       {"p", pair_max_rows, &cuda::CudaTuning::gemv_pair_max_rows},        // two-type launches up to N rows
+      {"n", norm_pass_rows, &cuda::CudaTuning::norm_pass_min_rows},       // a norm pass from N rows on
   };
   for (const auto& setting : int_settings) {
     for (int v : setting.values) {

@@ -38,6 +38,7 @@ TEST(CudaTuningText, FormatParsesBackToTheSameSetting) {
   a.gemv_pair_max_rows = 9;
   a.gemv_splits = {2, 4, 1, 8};
   a.gemm_ref_rows = 128;
+  a.norm_pass_min_rows = 1;
   const std::string text = format_cuda_tuning(a);
   auto b = parse_cuda_tuning(text, CudaTuning{});
   ASSERT_TRUE(b) << b.message();
@@ -45,6 +46,7 @@ TEST(CudaTuningText, FormatParsesBackToTheSameSetting) {
   EXPECT_EQ(b->gemv_splits.down, 8);
   EXPECT_EQ(b->gemv_x_budget_bytes, 16384);
   EXPECT_EQ(b->gemm_ref_rows, 128);
+  EXPECT_EQ(b->norm_pass_min_rows, 1);
 }
 
 TEST(CudaTuningText, BadInputIsAnErrorThatNamesIt) {
