@@ -63,6 +63,10 @@ __device__ __forceinline__ void resolve_rows(const AttentionParams& p, int64_t* 
 // head_dim, so that lanes reading 16-byte pieces of 8 consecutive rows hit 8 different 16-byte
 // bank slots (attend_chunk's scores: a lane per position).
 __host__ __device__ constexpr int staged_row_pitch(int head_dim) { return head_dim + 8; }
+// Bytes of a chunk's staged K and V rows.
+__host__ __device__ constexpr int staged_rows_bytes(int head_dim) {
+  return 2 * kAttnChunkTokens * staged_row_pitch(head_dim) * 2;
+}
 
 // Where attend_chunk reads position i's K and V rows (i < the chunk's n_pos): in the cache
 // (offsets from resolve_rows)...

@@ -357,7 +357,7 @@ const DecodeKernel kDecodeKernels[4][3] = CHORUS_ATTENTION_VARIANTS(attention_de
 
 // Staged K/V rows: 2 x kAttnChunkTokens x staged_row_pitch halves, 33 KB at head_dim 256, which
 // with the largest instantiation's static 41 KB passes the 48 KB default.
-constexpr int kStagedKvMaxBytes = 2 * kAttnChunkTokens * staged_row_pitch(kAttnMaxHeadDim) * 2;
+constexpr int kStagedKvMaxBytes = staged_rows_bytes(kAttnMaxHeadDim);
 
 // Chunks per block where the partials merge through the counters: the number of waves that
 // one chunk per block would take, rounded to the nearest (at least 1). A wave of blocks running
@@ -390,7 +390,7 @@ void launch_attention_decode(const DecodeAttentionParams& d, cudaStream_t stream
                     std::to_string(kAttnMaxRowsPerLaunch) + " per launch");
   }
   prepare_attention_kernels();  // no-op after the first call; the backend makes that call at load
-  const size_t kv_bytes = static_cast<size_t>(2 * kAttnChunkTokens * staged_row_pitch(p.head_dim)) * sizeof(__half);
+  const size_t kv_bytes = static_cast<size_t>(staged_rows_bytes(p.head_dim));
   const DecodeKernel kernel = kDecodeKernels[v.group_index][v.pairs_index];
   DecodeAttentionParams launch = d;
   launch.cluster_merge = p.grid_chunks <= kAttnMaxClusterChunks && p.n_rows <= d.cluster_max_rows ? 1 : 0;

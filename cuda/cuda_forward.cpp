@@ -46,10 +46,7 @@ GemvInput CudaBackend::norm_input(const float* norm_w, int32_t n_rows, int32_t r
   in.ss_stride = ss_stride_;
   in.norm_w = norm_w;
   in.eps = c.rms_eps;
-  // CudaTuning::norm_pass_min_rows: the fused route normalizes in every GEMV block through
-  // registers, one memory latency per 4 vectors per thread, which outgrows the pass's launch
-  // beyond a couple of rows.
-  if (n_rows < tuning_.norm_pass_min_rows) return in;
+  if (n_rows < tuning_.norm_pass_min_rows) return in;  // the fused route (CudaTuning says when)
   NormRowsParams np;
   np.in = in;
   np.n_cols = c.n_embd;

@@ -12,10 +12,11 @@ cd "$(dirname "$0")/../.."
 PEER=${CHORUS_PEER_DIR:-$(cd .. && pwd)/shared/peer}
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHORUS_GUI=OFF -DCHORUS_CUDA=ON > /dev/null
 tests=$(ls tests/cuda/test_*.cpp | xargs -n1 basename | sed 's/\.cpp$//')
-cmake --build build-gpu -j "${CHORUS_JOBS:-$(nproc)}" --target $tests chorus-cuda-bench chorus-cuda-synth chorus-cuda-icache-probe chorus-bench chorus_cuda
+bins="$tests chorus-cuda-bench chorus-cuda-synth chorus-cuda-icache-probe chorus-bench"
+cmake --build build-gpu -j "${CHORUS_JOBS:-$(nproc)}" --target $bins chorus_cuda
 C=${CARRY_DIR:-.carry}
 rm -rf "$C" && mkdir -p "$C/bin" "$C/lib" "$C/peer/logits" "$C/models"
-for t in $tests chorus-cuda-bench chorus-cuda-synth chorus-cuda-icache-probe chorus-bench; do cp "build-gpu/bin/$t" "$C/bin/"; done
+for t in $bins; do cp "build-gpu/bin/$t" "$C/bin/"; done
 cp build-gpu/lib/libchorus_cuda.so "$C/lib/"
 # A second build with the step-trace stamps in the kernels (cuda/trace_span.h): its benchmark and
 # trace test travel as chorus-cuda-bench-traced and test_step_trace_traced (run_gpu_checks.sh

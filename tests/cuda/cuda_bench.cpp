@@ -58,6 +58,13 @@ struct Gen {
   double decode_s = 0;
 };
 
+// Sequence `seq`'s block table: kBlocksPerSeq blocks of its own, in order.
+std::vector<int32_t> seq_blocks(int seq) {
+  std::vector<int32_t> t(kBlocksPerSeq);
+  std::iota(t.begin(), t.end(), seq * kBlocksPerSeq);
+  return t;
+}
+
 // Sequences 0 .. n - 1.
 std::vector<int> first_seqs(int n) {
   std::vector<int> seqs(static_cast<size_t>(n));
@@ -72,9 +79,7 @@ Gen generate(Backend& b, const std::vector<std::vector<int32_t>>& prompts, const
   std::vector<std::vector<int32_t>> tables;
   std::vector<int32_t> next;
   for (int s : seqs) {
-    std::vector<int32_t> t(kBlocksPerSeq);
-    std::iota(t.begin(), t.end(), s * kBlocksPerSeq);
-    tables.push_back(t);
+    tables.push_back(seq_blocks(s));
     PrefillChunk c;
     c.seq.block_table = tables.back();
     c.tokens = prompts[static_cast<size_t>(s)];
@@ -119,11 +124,7 @@ Result<double> check_against_cpu(Backend& gpu, const std::string& path, const st
   auto cpu = create_cpu_backend(path, o);
   if (!cpu) return make_error("CPU reference backend: " + cpu.message());
   const int n_vocab = gpu.config().n_vocab;
-  const std::vector<int32_t> gpu_table = [] {
-    std::vector<int32_t> t(kBlocksPerSeq);
-    std::iota(t.begin(), t.end(), 0);
-    return t;
-  }();
+  const std::vector<int32_t> gpu_table = seq_blocks(0);
   const std::vector<int32_t> cpu_table = {0, 1, 2, 3};
   const std::vector<int32_t> tokens(prompt.begin(), prompt.begin() + kCheckPrompt);
   double min_cos = 1.0;
@@ -222,8 +223,8 @@ int profile(const std::string& what, const std::string& path, int n) {
   if (!b) { std::fprintf(stderr, "%s\n", b.message().c_str()); return 1; }
   std::mt19937 rng(7);
   const int32_t n_vocab = (*b)->config().n_vocab;
-  std::vector<std::vector<int32_t>> tables(32, std::vector<int32_t>(kBlocksPerSeq));
-  for (size_t s = 0; s < tables.size(); ++s) std::iota(tables[s].begin(), tables[s].end(), static_cast<int32_t>(s) * kBlocksPerSeq);
+  std::vector<std::vector<int32_t>> tables;
+  for (int s = 0; s < 32; ++s) tables.push_back(seq_blocks(s));
   auto prefill = [&](int seq, int n_tokens) {
     PrefillChunk c;
     c.seq.block_table = tables[static_cast<size_t>(seq)];
@@ -448,8 +449,7 @@ int main(int argc, char** argv) {
   // Prefill of one 512-token prompt (median of 5).
   std::vector<int32_t> long_prompt(512);
   for (auto& t : long_prompt) t = static_cast<int32_t>(rng() % static_cast<uint32_t>((*b)->config().n_vocab));
-  std::vector<int32_t> table(kBlocksPerSeq);
-  std::iota(table.begin(), table.end(), 0);
+  const std::vector<int32_t> table = seq_blocks(0);
   std::vector<double> times;
   for (int rep = 0; rep < 6; ++rep) {
     PrefillChunk c;

@@ -17,16 +17,10 @@
 #include <cstdlib>
 #include <vector>
 
-namespace {
+#include "cuda/cuda_check.h"
+#include "cuda/device_memory.h"
 
-#define PROBE_CHECK(x)                                                                   \
-  do {                                                                                   \
-    cudaError_t err_ = (x);                                                              \
-    if (err_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(err_));             \
-      std::exit(1);                                                                      \
-    }                                                                                    \
-  } while (0)
+namespace {
 
 constexpr int kThreads = 128;  // 4 warps: one per scheduler, as decode attention at small M
 constexpr int kChains = 8;     // independent FFMA chains: 2 per 4-cycle latency, so issue-bound when warm
@@ -77,8 +71,8 @@ Stat summarize(const std::vector<uint64_t>& v) {
 template <typename K>
 Stat run(K kernel, int blocks, float* sink, uint64_t* d_ns, std::vector<uint64_t>& h_ns) {
   kernel<<<blocks, kThreads>>>(1.0001f, sink, d_ns);
-  PROBE_CHECK(cudaGetLastError());
-  PROBE_CHECK(cudaMemcpy(h_ns.data(), d_ns, h_ns.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+  CHORUS_CUDA_CHECK(cudaGetLastError());
+  CHORUS_CUDA_CHECK(cudaMemcpy(h_ns.data(), d_ns, h_ns.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
   return summarize(h_ns);
 }
 
@@ -87,22 +81,20 @@ void flush(int blocks, float* sink, uint64_t* d_ns) {
   stretch_kernel<kLen, 1, 1><<<blocks, kThreads>>>(1.0f, sink, d_ns);
   stretch_kernel<kLen, 1, 2><<<blocks, kThreads>>>(1.0f, sink, d_ns);
   stretch_kernel<kLen, 1, 3><<<blocks, kThreads>>>(1.0f, sink, d_ns);
-  PROBE_CHECK(cudaGetLastError());
+  CHORUS_CUDA_CHECK(cudaGetLastError());
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_probe(int argc, char** argv) {
   const int repeats = argc > 1 ? std::max(1, std::atoi(argv[1])) : 20;
   int dev = 0, sms = 0;
-  PROBE_CHECK(cudaGetDevice(&dev));
-  PROBE_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  CHORUS_CUDA_CHECK(cudaGetDevice(&dev));
+  CHORUS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   cudaDeviceProp prop{};
-  PROBE_CHECK(cudaGetDeviceProperties(&prop, dev));
-  float* sink = nullptr;
-  uint64_t* d_ns = nullptr;
-  PROBE_CHECK(cudaMalloc(&sink, kThreads * sizeof(float)));
-  PROBE_CHECK(cudaMalloc(&d_ns, static_cast<size_t>(sms) * sizeof(uint64_t)));
+  CHORUS_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+  chorus::cuda::DeviceBuffer<float> sink_buf(kThreads);
+  chorus::cuda::DeviceBuffer<uint64_t> ns_buf(static_cast<size_t>(sms));
+  float* sink = sink_buf.get();
+  uint64_t* d_ns = ns_buf.get();
   std::vector<uint64_t> h_ns(static_cast<size_t>(sms));
   std::printf("%s, %d multiprocessors; one block of %d threads on each; %d FFMAs per thread (%d chains)\n",
               prop.name, sms, kThreads, kLen, kChains);
@@ -127,7 +119,16 @@ int main(int argc, char** argv) {
   report("loop, 64 instrs x 64 times, warm", stretch_kernel<kLen, 64, 0>, false);
   report("loop, 64 instrs x 64 times, cold", stretch_kernel<kLen, 64, 0>, true);
   report("loop, 512 instrs x 8 times, cold", stretch_kernel<kLen, 8, 0>, true);
-  PROBE_CHECK(cudaFree(sink));
-  PROBE_CHECK(cudaFree(d_ns));
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run_probe(argc, argv);
+  } catch (const chorus::cuda::CudaError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
 }
