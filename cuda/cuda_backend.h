@@ -130,8 +130,8 @@ class CudaBackend final : public Backend {
   void enqueue_lm_head(int32_t row_begin, int32_t n_rows);
   void enqueue_sample(int32_t n_rows);
   // A span for the launch being enqueued while a traced decode step is enqueued, else nullptr.
-  TraceSpan* trace_slot(const char* label, int64_t size_bytes) const {
-    return trace_ ? trace_->slot(label, size_bytes) : nullptr;
+  TraceSpan* trace_slot(const char* label, int64_t size_bytes, std::string weight_types = {}) const {
+    return trace_ ? trace_->slot(label, size_bytes, std::move(weight_types)) : nullptr;
   }
   void enqueue_decode(int32_t n_rows, int32_t max_chunks);
   void run_decode_graph(int32_t n_rows, int32_t max_chunks);

@@ -106,8 +106,14 @@ GemvParams CudaBackend::gemv_params(const GemvCall& call, int32_t n_rows, int fi
   p.early_loads = tuning_.gemv_early_loads;
   if (trace_) {
     int64_t size_bytes = 0;
-    for (int i = first; i < last; ++i) size_bytes += static_cast<int64_t>(call.mats[i]->data.size_bytes());
-    p.trace = trace_slot(call.label, size_bytes);
+    std::string types;  // the distinct types of [first, last), in order ("q4_k+q6_k" for a pair launch)
+    for (int i = first; i < last; ++i) {
+      size_bytes += static_cast<int64_t>(call.mats[i]->data.size_bytes());
+      if (i > first && call.mats[i]->type == call.mats[i - 1]->type) continue;
+      if (!types.empty()) types += '+';
+      types += tensor_type_name(static_cast<uint32_t>(call.mats[i]->type));
+    }
+    p.trace = trace_slot(call.label, size_bytes, std::move(types));
   }
   return p;
 }

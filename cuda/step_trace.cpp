@@ -8,9 +8,9 @@
 
 namespace chorus::cuda {
 
-TraceSpan* StepTrace::slot(const char* label, int64_t size_bytes) {
+TraceSpan* StepTrace::slot(const char* label, int64_t size_bytes, std::string weight_types) {
   if (!enqueuing_ || launches_.size() >= spans_.size()) return nullptr;
-  launches_.push_back({label, size_bytes});
+  launches_.push_back({label, size_bytes, std::move(weight_types)});
   return spans_.get() + (launches_.size() - 1);
 }
 
@@ -31,6 +31,7 @@ std::vector<TraceRecord> StepTrace::read(cudaStream_t s) const {
     TraceRecord& r = out[i];
     r.label = launches_[i].label;
     r.size_bytes = launches_[i].size_bytes;
+    r.weight_types = launches_[i].weight_types;
     const TraceSpan& sp = spans[i];
     const unsigned long long fields[] = {sp.entry_first_ns,   sp.entry_last_inv_ns, sp.release_first_ns,
                                          sp.release_last_inv_ns, sp.exit_first_ns,   sp.exit_last_inv_ns};
@@ -71,8 +72,9 @@ TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps) {
       const TraceRecord& r = step[i];
       // The first launch has no traced predecessor: its share starts at its own release.
       const double prev_exit = i > 0 ? static_cast<double>(step[i - 1].exit_ns) : static_cast<double>(r.release_ns);
-      auto it = std::find_if(acc.begin(), acc.end(), [&](const Acc& x) { return x.label == r.label; });
-      Acc& a = it != acc.end() ? *it : acc.emplace_back(Acc{r.label});
+      const std::string key = r.weight_types.empty() ? r.label : r.label + ":" + r.weight_types;
+      auto it = std::find_if(acc.begin(), acc.end(), [&](const Acc& x) { return x.label == key; });
+      Acc& a = it != acc.end() ? *it : acc.emplace_back(Acc{key});
       a.launches += 1;
       a.size_bytes += static_cast<double>(r.size_bytes);
       a.crit_ns += static_cast<double>(r.exit_ns) - prev_exit;
@@ -131,12 +133,12 @@ std::string format_trace(const TraceSummary& s) {
   out += "  (per launch, us: gap, body, lead as in cuda/step_trace.h; last in, last rl, 1st out: the last block's\n"
          "   entry, the last block's release and the first block's exit, from the launch's first release;\n"
          "   phases pK: where the first and the last block reached phase K, step_trace.cuh)\n";
-  std::snprintf(line, sizeof line, "  %-8s %6s %8s %8s %6s %6s %7s %6s %7s %7s %7s %6s\n", "launch", "n/step",
+  std::snprintf(line, sizeof line, "  %-14s %6s %8s %8s %6s %6s %7s %6s %7s %7s %7s %6s\n", "launch", "n/step",
                 "MB/step", "crit us", "crit%", "gap", "body", "lead", "last in", "last rl", "1st out", "GB/s");
   out += line;
   for (const TraceRow& r : s.rows) {
     const double gbps = r.crit_us_per_step > 0 ? r.size_mb_per_step / r.crit_us_per_step * 1e3 : 0;  // MB/us = TB/s
-    std::snprintf(line, sizeof line, "  %-8s %6.1f %8.1f %8.1f %5.1f%% %6.2f %7.2f %6.2f %7.2f %7.2f %7.2f %6.0f\n",
+    std::snprintf(line, sizeof line, "  %-14s %6.1f %8.1f %8.1f %5.1f%% %6.2f %7.2f %6.2f %7.2f %7.2f %7.2f %6.0f\n",
                   r.label.c_str(), r.launches_per_step, r.size_mb_per_step, r.crit_us_per_step,
                   100.0 * r.crit_us_per_step / s.step_us, r.gap_us, r.body_us, r.lead_us, r.last_entry_us,
                   r.last_release_us, r.first_exit_us, gbps);
@@ -147,7 +149,7 @@ std::string format_trace(const TraceSummary& s) {
       std::snprintf(line, sizeof line, "  p%d %.2f/%.2f", k, r.phase_first_us[k], r.phase_last_us[k]);
       phases += line;
     }
-    if (!phases.empty()) out += "           phases, first/last block:" + phases + "\n";
+    if (!phases.empty()) out += "                 phases, first/last block:" + phases + "\n";
   }
   return out;
 }

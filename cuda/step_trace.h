@@ -25,15 +25,17 @@ struct TraceRecord {
   std::string label;       // what the launch computes: "qkv", "attn", "o", "ffn_up", "down", "lm_head", "norm"
   int64_t size_bytes = 0;  // weight bytes it reads (0 where it reads none)
   bool stamped = false;    // false: no block wrote the span (a launch captured without tracing)
+  std::string weight_types = {};  // its weights' types, "+" between two ("Q4_K+Q6_K"); "" where it reads none
   // Global timer, ns: the first and the last block to enter, to return from pdl_wait, to exit.
   uint64_t entry_ns = 0, last_entry_ns = 0, release_ns = 0, last_release_ns = 0, first_exit_ns = 0, exit_ns = 0;
   // Phases inside the blocks (step_trace.cuh), first and last block; 0 where none stamped it.
   uint64_t phase_first_ns[kTracePhases] = {}, phase_last_ns[kTracePhases] = {};
 };
 
-// Per label over a run of steps.
+// Per label and weight types over a run of steps (a q4_k_m model's Q4_K and Q6_K ffn_down
+// launches are separate rows: their kernels differ).
 struct TraceRow {
-  std::string label;
+  std::string label;  // "down", or with weight types "down:q6_k"
   double launches_per_step = 0;
   double size_mb_per_step = 0;  // weight MB read per step by this label's launches
   double crit_us_per_step = 0;  // its share of the step's critical path
@@ -54,7 +56,7 @@ struct TraceSummary {
   double timer_1us_share = 0;  // share of stamps that are whole microseconds (1.0: the timer ticks in us)
 };
 
-// Launches are summed per label; steps with an unstamped launch are skipped. An empty input
+// Launches are summed per label and weight types; steps with an unstamped launch are skipped. An empty input
 // gives n_steps = 0.
 TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps);
 std::string format_trace(const TraceSummary& s);
@@ -71,13 +73,15 @@ class StepTrace {
     enqueuing_ = true;
   }
   void end_enqueue() { enqueuing_ = false; }
-  TraceSpan* slot(const char* label, int64_t size_bytes);  // nullptr when not enqueuing or full
+  // nullptr when not enqueuing or full.
+  TraceSpan* slot(const char* label, int64_t size_bytes, std::string weight_types = {});
   void arm(cudaStream_t s);                                 // every span, before a step's launches run
   std::vector<TraceRecord> read(cudaStream_t s) const;      // waits for the stream
  private:
   struct Launch {
     const char* label;
     int64_t size_bytes;
+    std::string weight_types;
   };
   DeviceBuffer<TraceSpan> spans_;
   std::vector<Launch> launches_;

@@ -28,6 +28,9 @@ std::vector<float> run_partials(const Rig& rig, const DeviceBuffer<uint16_t>& x,
   p.in.x = reinterpret_cast<const __half*>(x.get());
   p.in.x_stride = static_cast<int32_t>(x_stride);
   p.out.kind = GemvOut::Partials;
+  // NaN poison before every launch: a route that left an output unwritten would otherwise
+  // pass with the previous launch's values.
+  CHORUS_CUDA_CHECK(cudaMemset(rig.partials.get(), 0xff, rig.partials.size_bytes()));
   launch_gemv(rig.pr.type, p, nullptr);
   const auto parts = to_host(rig.partials);
   const int64_t n = rig.pr.dm.n_rows;

@@ -75,6 +75,23 @@ TEST(StepTraceSummary, SharesAddUpToTheStepPerLabel) {
   EXPECT_NE(format_trace(s).find("whole us"), std::string::npos);
 }
 
+TEST(StepTraceSummary, SeparatesTheWeightTypesOfOneLabel) {
+  // A q4_k_m layer's ffn_down is Q6_K in some layers, Q4_K in the others: one row per type.
+  std::vector<TraceRecord> step = {rec("down", 1000, 0, 1000, 5000), rec("down", 2000, 5000, 6000, 14000),
+                                   rec("down", 1000, 14000, 15000, 19000), rec("attn", 0, 19000, 20000, 22000)};
+  step[0].weight_types = step[2].weight_types = "Q4_K";
+  step[1].weight_types = "Q6_K";
+  const TraceSummary s = summarize_trace(std::span(&step, 1));
+  ASSERT_EQ(s.rows.size(), 3u);
+  EXPECT_EQ(s.rows[0].label, "down:Q4_K");
+  EXPECT_EQ(s.rows[1].label, "down:Q6_K");
+  EXPECT_EQ(s.rows[2].label, "attn");  // no weights, no types
+  EXPECT_DOUBLE_EQ(s.rows[0].launches_per_step, 2.0);
+  EXPECT_DOUBLE_EQ(s.rows[0].body_us, 4.0);
+  EXPECT_DOUBLE_EQ(s.rows[1].body_us, 8.0);
+  EXPECT_NE(format_trace(s).find("down:Q6_K"), std::string::npos);
+}
+
 TEST(StepTraceSummary, SkipsStepsWithUnstampedLaunches) {
   std::vector<std::vector<TraceRecord>> steps = {
       {rec("qkv", 0, 1, 3, 7), rec("o", 0, 4, 9, 15)},
