@@ -53,6 +53,10 @@ struct DecodeAttentionParams {
   int32_t qkv_stride = 0;
   RopeSpec rope;
   int32_t* counters = nullptr;  // [n_rows][n_kv_heads], zero between launches
+  // The rotations of positions [0, rope_cs_positions) (rope_table.h), read instead of computed;
+  // positions past it (or no table) are computed, to the same bits.
+  const float2* rope_cs = nullptr;
+  int32_t rope_cs_positions = 0;
   // Launches of at most this many rows merge in clusters (if grid_chunks allows); 0: never.
   int32_t cluster_max_rows = INT32_MAX;
   int32_t cluster_merge = 0;    // set by launch_attention_decode: a row's chunks merge in a cluster

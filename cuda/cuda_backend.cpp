@@ -172,6 +172,10 @@ void CudaBackend::allocate_buffers(int64_t kv_tokens) {
   CHORUS_CUDA_CHECK(cudaMemset(gemv_counters_.get(), 0, gemv_counters_.size_bytes()));
   attn_counters_ = DeviceBuffer<int32_t>(static_cast<size_t>(kAttnMaxRowsPerLaunch) * c.n_kv_heads);
   CHORUS_CUDA_CHECK(cudaMemset(attn_counters_.get(), 0, attn_counters_.size_bytes()));
+  const RopeSpec rope = rope_of(c);
+  rope_cs_ = DeviceBuffer<float2>(static_cast<size_t>(context_tokens_) * rope_table_freqs(rope));
+  launch_rope_table(rope, context_tokens_, rope_cs_.get(), nullptr);
+  CHORUS_CUDA_CHECK(cudaDeviceSynchronize());
   const int64_t lm_blocks = (weights_.lm_head().n_rows + kGemvRowsPerBlock - 1) / kGemvRowsPerBlock;
   argmax_val_ = DeviceBuffer<float>(static_cast<size_t>(lm_blocks * kGemvMaxSeqs));
   argmax_idx_ = DeviceBuffer<int32_t>(static_cast<size_t>(lm_blocks * kGemvMaxSeqs));

@@ -17,12 +17,16 @@
 #include "cuda/gemm_lt.h"
 #include "cuda/gemv.h"
 #include "cuda/layer_ops.h"
+#include "cuda/rope_table.h"
 #include "cuda/sampling.h"
 #include "cuda/step_trace.h"
 #include "engine/backend/backend.h"
 #include "engine/model/model_file.h"
 
 namespace chorus::cuda {
+
+// The model's rotary embedding as the kernels take it (cuda_forward.cpp).
+RopeSpec rope_of(const ModelConfig& c);
 
 enum class GraphMode { Replay, Eager };
 
@@ -168,6 +172,7 @@ class CudaBackend final : public Backend {
   int64_t split_stride_ = 0;
   DeviceBuffer<int32_t> gemv_counters_;  // [max row blocks of a split launch], zero between launches
   DeviceBuffer<int32_t> attn_counters_;  // [max_batch][n_kv_heads], zero between launches
+  DeviceBuffer<float2> rope_cs_;          // [context_tokens][rope_dim / 2]: (cos, sin), rope_table.h
   DeviceBuffer<float> argmax_val_;  // [LM head row blocks][kGemvMaxSeqs]
   DeviceBuffer<int32_t> argmax_idx_;
   DeviceBuffer<float> q_;           // [max_rows][q_dim]

@@ -16,7 +16,6 @@
 #include "cuda/weight_repack.h"
 
 namespace chorus::cuda {
-namespace {
 
 RopeSpec rope_of(const ModelConfig& c) {
   RopeSpec r;
@@ -25,6 +24,8 @@ RopeSpec rope_of(const ModelConfig& c) {
   r.base = c.rope_base;
   return r;
 }
+
+namespace {
 
 GemvOutput sum_output(float* out, int32_t stride) {
   GemvOutput o;
@@ -227,6 +228,8 @@ void CudaBackend::enqueue_attention_gemv(int32_t il, int32_t n_rows, int32_t gri
     d.qkv_stride = mm_stride_;
     d.rope = rope_of(c);
     d.counters = attn_counters_.get();
+    d.rope_cs = rope_cs_.get();
+    d.rope_cs_positions = context_tokens_;
     d.cluster_max_rows = tuning_.attn_cluster_max_rows;
     d.chunks_per_block = tuning_.attn_chunks_per_block;
     d.trace = trace_slot("attn", 0);

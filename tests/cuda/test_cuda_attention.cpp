@@ -17,6 +17,7 @@
 #include "cuda/attention.h"
 #include "cuda/device_memory.h"
 #include "cuda/layer_ops.h"
+#include "cuda/rope_table.h"
 #include "engine/quant/fp16.h"
 #include "tests/cuda/cuda_test_util.h"
 
@@ -95,7 +96,10 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
   // floats. Up to kAttnMaxClusterChunks chunks the blocks merge inside a cluster, past it
   // through the partial arrays and counters, by blocks of `per_block` consecutive chunks (0: the
   // launch's choice): a row must get the same bits every way.
-  auto run = [&](int r0, int n, int grid_chunks, int per_block = 1) {
+  // rope_positions > 0: the rotations of positions [0, rope_positions) come from a table
+  // (rope_table.h) built by the kernels' own function; later positions are computed.
+  DeviceBuffer<float2> rope_cs(static_cast<size_t>(kMaxBlocks * kBlockTokens) * hd / 2);
+  auto run = [&](int r0, int n, int grid_chunks, int per_block = 1, int rope_positions = 0) {
     CHORUS_CUDA_CHECK(cudaMemset(out.get(), 0xff, out.size_bytes()));
     DecodeAttentionParams d;
     d.attn.k_cache = reinterpret_cast<__half*>(dk.get());
@@ -120,6 +124,11 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
     d.rope = rope;
     d.counters = counters.get();
     d.chunks_per_block = per_block;
+    if (rope_positions > 0) {
+      launch_rope_table(rope, rope_positions, rope_cs.get(), nullptr);
+      d.rope_cs = rope_cs.get();
+      d.rope_cs_positions = rope_positions;
+    }
     launch_attention_decode(d, nullptr);
     std::vector<uint16_t> h(static_cast<size_t>(n) * q_dim);
     CHORUS_CUDA_CHECK(cudaDeviceSynchronize());
@@ -229,6 +238,18 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
   for (int per_block : {2, 3, 5, max_chunks, 0}) {
     EXPECT_EQ(0, std::memcmp(run(0, rows, max_chunks, per_block).data(), got.data(), got.size() * 4))
         << per_block << " chunks per block";
+  }
+  // The rotations read from a table (the backend's route) instead of computed: the same output
+  // and the same K halves in the cache. The 200-position table covers rows 0-4 only, so the
+  // last two rows compute theirs in the same launch.
+  for (int positions : {kMaxBlocks * kBlockTokens, 200}) {
+    EXPECT_EQ(0, std::memcmp(run(0, rows, max_chunks, 1, positions).data(), got.data(), got.size() * 4))
+        << "rotations of " << positions << " positions from a table";
+    EXPECT_EQ(0, std::memcmp(run(0, 5, kAttnMaxClusterChunks, 1, positions).data(), got.data(), 5 * q_dim * 4))
+        << "rows 0-4 in clusters, rotations from a table of " << positions;
+    std::vector<uint16_t> k_table(cache_elems);
+    CHORUS_CUDA_CHECK(cudaMemcpy(k_table.data(), dk.get(), dk.size_bytes(), cudaMemcpyDeviceToHost));
+    EXPECT_EQ(0, std::memcmp(k_table.data(), k_after.data(), k_table.size() * 2)) << "K from table rotations";
   }
 }
 
