@@ -86,7 +86,9 @@ void CudaBackend::init(const std::string& model_path, const CudaBackendOptions& 
   const int64_t n_max = std::max<int64_t>({c.q_dim() + 2 * c.kv_dim(), c.n_embd, 2 * c.n_ff + 32});
   const int64_t buffers_b = int64_t{max_rows_} * (n_max * 4 + c.q_dim() * 4 * (1 + max_chunks_)) +
                             int64_t{16} * max_batch_ * n_max * 4 + int64_t{4} * max_batch_ * c.n_vocab * 4 +
-                            int64_t{2} * c.n_ff * c.n_embd * 2 + int64_t{256} * kMib;
+                            int64_t{2} * c.n_ff * c.n_embd * 2 +
+                            int64_t{context_tokens_} * (c.rope_dim / 2) * 8 +  // the RoPE table (rope_table.h)
+                            int64_t{256} * kMib;
   const int64_t min_kv_tokens = int64_t{context_tokens_};
   const int64_t needed = weights_b + buffers_b + min_kv_tokens * kv_token_b;
   if (needed > static_cast<int64_t>(free_b)) {
