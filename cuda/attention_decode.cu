@@ -35,8 +35,9 @@ namespace {
 // The new token's part of a block's work: its query heads (rotated, pre-scaled) into s.q_s and,
 // for the row's last chunk, its K (rotated) and V into the cache and (stage()) the staged rows.
 // The RoPE angles depend on the position only, so angles() runs before pdl_wait (read from the
-// backend's table, or computed: the double pow and sincos are a long dependent chain); after the wait, load() issues every load of q, k and v
-// before store() writes any of them, so the new values cost one round trip, not one per loop.
+// backend's table, or computed: the double pow and sincos are a long dependent chain); after
+// the wait, load() issues every load of q, k and v before store() writes any of them, so the
+// new values cost one round trip, not one per loop.
 // The rotations are rope_rotate's split in two (rope.cuh spells out their roundings), so the
 // prefill QKV kernel writes the same K halves (test_cuda_attention).
 template <int kG, int kP>
@@ -66,15 +67,8 @@ struct NewToken {
   // The rotation of frequency freq at pos: from the backend's table (rope_table.h) where it
   // covers pos, else computed; the same bits either way.
   __device__ static RopeAngle angle(const DecodeAttentionParams& d, int pos, int freq) {
-    if (freq >= 0 && pos < d.rope_cs_positions) {
-      const float2 cs = d.rope_cs[static_cast<int64_t>(pos) * rope_table_freqs(d.rope) + freq];
-      RopeAngle t;
-      t.c = cs.x;
-      t.s = cs.y;
-      t.on = true;
-      return t;
-    }
-    return rope_angle(d.rope, pos, freq);
+    return freq >= 0 && pos < d.rope_cs_positions ? rope_table_angle(d.rope_cs, d.rope, pos, freq)
+                                                   : rope_angle(d.rope, pos, freq);
   }
 
   __device__ void angles(const DecodeAttentionParams& d, int pos, bool writes_kv) {

@@ -87,7 +87,7 @@ void CudaBackend::init(const std::string& model_path, const CudaBackendOptions& 
   const int64_t buffers_b = int64_t{max_rows_} * (n_max * 4 + c.q_dim() * 4 * (1 + max_chunks_)) +
                             int64_t{16} * max_batch_ * n_max * 4 + int64_t{4} * max_batch_ * c.n_vocab * 4 +
                             int64_t{2} * c.n_ff * c.n_embd * 2 +
-                            int64_t{context_tokens_} * (c.rope_dim / 2) * 8 +  // the RoPE table (rope_table.h)
+                            rope_table_entries(rope_of(c), context_tokens_) * static_cast<int64_t>(sizeof(float2)) +
                             int64_t{256} * kMib;
   const int64_t min_kv_tokens = int64_t{context_tokens_};
   const int64_t needed = weights_b + buffers_b + min_kv_tokens * kv_token_b;
@@ -175,7 +175,7 @@ void CudaBackend::allocate_buffers(int64_t kv_tokens) {
   attn_counters_ = DeviceBuffer<int32_t>(static_cast<size_t>(kAttnMaxRowsPerLaunch) * c.n_kv_heads);
   CHORUS_CUDA_CHECK(cudaMemset(attn_counters_.get(), 0, attn_counters_.size_bytes()));
   const RopeSpec rope = rope_of(c);
-  rope_cs_ = DeviceBuffer<float2>(static_cast<size_t>(context_tokens_) * rope_table_freqs(rope));
+  rope_cs_ = DeviceBuffer<float2>(static_cast<size_t>(rope_table_entries(rope, context_tokens_)));
   launch_rope_table(rope, context_tokens_, rope_cs_.get(), nullptr);
   CHORUS_CUDA_CHECK(cudaDeviceSynchronize());
   const int64_t lm_blocks = (weights_.lm_head().n_rows + kGemvRowsPerBlock - 1) / kGemvRowsPerBlock;

@@ -107,7 +107,7 @@ GemvParams CudaBackend::gemv_params(const GemvCall& call, int32_t n_rows, int fi
   p.early_loads = tuning_.gemv_early_loads;
   if (trace_) {
     int64_t size_bytes = 0;
-    std::string types;  // the distinct types of [first, last), in order ("q4_k+q6_k" for a pair launch)
+    std::string types;  // the distinct types of [first, last), in order ("Q4_K+Q6_K" for a pair launch)
     for (int i = first; i < last; ++i) {
       size_bytes += static_cast<int64_t>(call.mats[i]->data.size_bytes());
       if (i > first && call.mats[i]->type == call.mats[i - 1]->type) continue;

@@ -8,7 +8,7 @@ namespace {
 __global__ void rope_table_kernel(RopeSpec r, int32_t n_positions, float2* table) {
   const int32_t n_freqs = rope_table_freqs(r);
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= int64_t{n_positions} * n_freqs) return;
+  if (i >= rope_table_entries(r, n_positions)) return;
   const RopeAngle t = rope_angle(r, static_cast<int>(i / n_freqs), static_cast<int>(i % n_freqs));
   table[i] = make_float2(t.c, t.s);
 }
@@ -16,7 +16,7 @@ __global__ void rope_table_kernel(RopeSpec r, int32_t n_positions, float2* table
 }  // namespace
 
 void launch_rope_table(const RopeSpec& r, int32_t n_positions, float2* table, cudaStream_t stream) {
-  const int64_t n = int64_t{n_positions} * rope_table_freqs(r);
+  const int64_t n = rope_table_entries(r, n_positions);
   if (n <= 0) return;
   constexpr int kThreads = 256;
   rope_table_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(r, n_positions,

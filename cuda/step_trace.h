@@ -35,7 +35,7 @@ struct TraceRecord {
 // Per label and weight types over a run of steps (a q4_k_m model's Q4_K and Q6_K ffn_down
 // launches are separate rows: their kernels differ).
 struct TraceRow {
-  std::string label;  // "down", or with weight types "down:q6_k"
+  std::string label;  // "down", or with weight types "down:Q6_K"
   double launches_per_step = 0;
   double size_mb_per_step = 0;  // weight MB read per step by this label's launches
   double crit_us_per_step = 0;  // its share of the step's critical path
