@@ -3,6 +3,7 @@
 // request outcomes that tests wait on (a condition, never a sleep).
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -121,6 +122,30 @@ inline std::unique_ptr<Engine> make_fake_engine(FakeEngineSetup setup) {
   EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.message());
   return engine;
 }
+
+// Holds the backend's first call until the test releases it, so that every request the
+// test submits before the release is queued when the engine plans its next step, however
+// slowly the test's own thread runs (no timing assumptions). Arm it before making the engine.
+class FirstCallGate {
+ public:
+  static std::shared_ptr<FirstCallGate> arm(FakeBackendOptions& backend) {
+    auto gate = std::make_shared<FirstCallGate>();
+    backend.on_call = [gate](const FakeCall& call) {
+      if (call.index != 0) return;
+      gate->reached_.set_value();
+      gate->released_.wait();
+    };
+    return gate;
+  }
+  // Returns once the engine's first backend call has started and is held.
+  void wait_reached() { reached_future_.wait(); }
+  void release() { release_.set_value(); }
+
+ private:
+  std::promise<void> reached_, release_;
+  std::shared_future<void> reached_future_ = reached_.get_future().share();
+  std::shared_future<void> released_ = release_.get_future().share();
+};
 
 // Distinct deterministic prompt for sequence `seq`.
 inline std::vector<int32_t> make_prompt(int seq, int n_tokens, int32_t n_vocab = 256) {

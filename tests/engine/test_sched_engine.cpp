@@ -176,10 +176,15 @@ TEST(SchedEngine, KvExhaustionMakesRequestsWaitAndPreemptionRecomputesExactly) {
   FakeEngineSetup setup = logged_setup(log);
   setup.backend.kv = KvLayout{16, 24};  // 384 slots for 6 requests that each reach 140
   setup.context_tokens = 384;
+  // All six are queued before the engine's first call ends. Without the gate, a submitting
+  // thread descheduled between submits (a loaded CI machine) let the first requests finish
+  // before the last arrived, and nothing was ever preempted.
+  const auto gate = FirstCallGate::arm(setup.backend);
   auto engine = make_fake_engine(setup);
   Collector c;
   std::vector<RequestId> ids;
   for (int i = 0; i < 6; ++i) ids.push_back(engine->submit(make_request(i, 40, 100), c.callbacks()));
+  gate->release();
   ASSERT_TRUE(c.wait_finished(6));
   int32_t n_preemptions = 0;
   for (int i = 0; i < 6; ++i) {
@@ -438,7 +443,7 @@ TEST(SchedEngine, DestructorCancelsRemainingRequests) {
 TEST(SchedEngine, StatsAddUp) {
   std::mutex mu;
   std::condition_variable cv;
-  bool paused = false, resume = false;
+  bool submitted = false, paused = false, resume = false;
   std::vector<StepRecord> steps;
   FakeEngineSetup setup;
   setup.backend.decode_delay = std::chrono::microseconds(300);
@@ -446,10 +451,12 @@ TEST(SchedEngine, StatsAddUp) {
     std::lock_guard<std::mutex> lock(mu);
     steps.push_back(r);
   };
-  // Hold the 30th backend call (all four requests decoding) while the test reads stats.
+  // Hold the first backend call until all four are queued (so they run together however
+  // slowly this thread submits), and the 30th (all four decoding) while the test reads stats.
   setup.backend.on_call = [&](const FakeCall& call) {
-    if (call.index != 30) return;
     std::unique_lock<std::mutex> lock(mu);
+    if (call.index == 0) cv.wait(lock, [&] { return submitted; });
+    if (call.index != 30) return;
     paused = true;
     cv.notify_all();
     cv.wait(lock, [&] { return resume; });
@@ -460,6 +467,8 @@ TEST(SchedEngine, StatsAddUp) {
   for (int i = 0; i < 4; ++i) ids.push_back(engine->submit(make_request(i, 300, 40), c.callbacks()));
   {
     std::unique_lock<std::mutex> lock(mu);
+    submitted = true;
+    cv.notify_all();
     cv.wait(lock, [&] { return paused; });
   }
   const StatsSnapshot mid = engine->stats();

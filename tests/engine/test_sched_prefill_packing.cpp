@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <future>
 #include <memory>
 #include <vector>
 
@@ -12,20 +11,6 @@
 
 namespace chorus::test {
 namespace {
-
-// Holds the backend's first call until the test has queued more requests, so that they are
-// all waiting when the engine plans its next step (no timing assumptions).
-struct FirstCallGate {
-  std::promise<void> reached, release;
-  std::shared_future<void> released = release.get_future().share();
-  void arm(FakeBackendOptions& b, const std::shared_ptr<FirstCallGate>& self) {
-    b.on_call = [self](const FakeCall& call) {
-      if (call.index != 0) return;
-      self->reached.set_value();
-      self->released.wait();
-    };
-  }
-};
 
 // A backend that takes several sequences' chunks in one call gets prompts arriving together
 // in shared calls, within its limits, and every reply is still the one the request gets alone.
@@ -36,17 +21,16 @@ TEST(SchedPrefillPacking, PromptsArrivingTogetherSharePrefillCallsAndMatchSolo) 
   setup.backend.max_prefill_tokens = 512;
   setup.prefill_chunk_tokens = 256;
   setup.backend.prefill_delay_per_token = std::chrono::microseconds(1);  // measurable prefill times
-  auto gate = std::make_shared<FirstCallGate>();
-  gate->arm(setup.backend, gate);
+  const auto gate = FirstCallGate::arm(setup.backend);
   auto engine = make_fake_engine(setup);
   Collector c;
   const std::vector<int> prompt_tokens = {20, 128, 128, 300, 40, 600, 10, 10, 10, 10};
   std::vector<RequestId> ids;
   for (size_t i = 0; i < prompt_tokens.size(); ++i) {
     ids.push_back(engine->submit(make_request(static_cast<int>(i), prompt_tokens[i], 20), c.callbacks()));
-    if (i == 0) gate->reached.get_future().wait();
+    if (i == 0) gate->wait_reached();
   }
-  gate->release.set_value();
+  gate->release();
   ASSERT_TRUE(c.wait_finished(static_cast<int>(ids.size())));
   for (size_t i = 0; i < ids.size(); ++i) {
     const Outcome batched = c.get(ids[i]);
@@ -72,8 +56,7 @@ TEST(SchedPrefillPacking, PromptsArrivingTogetherSharePrefillCallsAndMatchSolo) 
 TEST(SchedPrefillPacking, FailedSharedPrefillFailsItsRequestsOnly) {
   FakeEngineSetup setup;
   setup.backend.max_prefill_seqs = 4;
-  auto gate = std::make_shared<FirstCallGate>();
-  gate->arm(setup.backend, gate);
+  const auto gate = FirstCallGate::arm(setup.backend);
   setup.backend.fail_if = [](const FakeCall& call) {
     return call.kind == FakeCall::Kind::Prefill &&
            std::count(call.seq_ids.begin(), call.seq_ids.end(), 2) > 0;
@@ -81,10 +64,10 @@ TEST(SchedPrefillPacking, FailedSharedPrefillFailsItsRequestsOnly) {
   auto engine = make_fake_engine(setup);
   Collector c;
   const RequestId a = engine->submit(make_request(0, 8, 10), c.callbacks());
-  gate->reached.get_future().wait();
+  gate->wait_reached();
   const RequestId b = engine->submit(make_request(1, 8, 10), c.callbacks());
   const RequestId d = engine->submit(make_request(2, 8, 10), c.callbacks());
-  gate->release.set_value();
+  gate->release();
   ASSERT_TRUE(c.wait_finished(3));
   const RequestId e = engine->submit(make_request(3, 8, 10), c.callbacks());
   ASSERT_TRUE(c.wait_finished(4));
