@@ -3,8 +3,8 @@
 // request outcomes that tests wait on (a condition, never a sleep).
 #include <chrono>
 #include <condition_variable>
-#include <future>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -123,21 +123,24 @@ inline std::unique_ptr<Engine> make_fake_engine(FakeEngineSetup setup) {
   return engine;
 }
 
-// Holds the backend's first call until the test releases it, so that every request the
-// test submits before the release is queued when the engine plans its next step, however
-// slowly the test's own thread runs (no timing assumptions). Arm it before making the engine.
-class FirstCallGate {
+// Holds the backend's call number `call_index` (0: the first) on the engine thread until the
+// test releases it, to order events without timing assumptions: requests submitted before the
+// release of call 0 are all queued when the engine plans its next step, however slowly the
+// test's own thread runs; a test reads state or cancels while a later call is held. Arm gates
+// before making the engine; several gates on one backend each hold their own call.
+class CallGate {
  public:
-  static std::shared_ptr<FirstCallGate> arm(FakeBackendOptions& backend) {
-    auto gate = std::make_shared<FirstCallGate>();
-    backend.on_call = [gate](const FakeCall& call) {
-      if (call.index != 0) return;
+  static std::shared_ptr<CallGate> arm(FakeBackendOptions& backend, uint64_t call_index = 0) {
+    auto gate = std::make_shared<CallGate>();
+    backend.on_call = [gate, call_index, previous = std::move(backend.on_call)](const FakeCall& call) {
+      if (previous) previous(call);
+      if (call.index != call_index) return;
       gate->reached_.set_value();
       gate->released_.wait();
     };
     return gate;
   }
-  // Returns once the engine's first backend call has started and is held.
+  // Returns once the call has started and is held.
   void wait_reached() { reached_future_.wait(); }
   void release() { release_.set_value(); }
 

@@ -4,9 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <mutex>
-#include <thread>
 
 #include "tests/engine/sched_test_util.h"
 
@@ -91,31 +89,15 @@ TEST(SchedEngine, CancelEndsTheRequestAndFreesItsBlocks) {
 TEST(SchedEngine, CancelTakesEffectAtTheNextStep) {
   // The first prompt chunk is held inside the backend until the test has cancelled, so
   // the cancel is known to arrive during that step.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool cancelled = false, in_first_chunk = false;
   std::shared_ptr<FakeCallLog> log;
   FakeEngineSetup setup = logged_setup(log);
-  setup.backend.on_call = [&](const FakeCall& call) {
-    if (call.index != 0) return;
-    std::unique_lock<std::mutex> lock(mu);
-    in_first_chunk = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return cancelled; });
-  };
+  const auto first_chunk = CallGate::arm(setup.backend);
   auto engine = make_fake_engine(setup);
   Collector c;
   const RequestId id = engine->submit(make_request(0, 3000, 10), c.callbacks());
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return in_first_chunk; });
-  }
+  first_chunk->wait_reached();
   engine->cancel(id);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    cancelled = true;
-  }
-  cv.notify_all();
+  first_chunk->release();
   ASSERT_TRUE(c.wait_done(id));
   EXPECT_EQ(c.get(id).reason, FinishReason::Cancelled);
   engine->wait_idle();
@@ -179,7 +161,7 @@ TEST(SchedEngine, KvExhaustionMakesRequestsWaitAndPreemptionRecomputesExactly) {
   // All six are queued before the engine's first call ends. Without the gate, a submitting
   // thread descheduled between submits (a loaded CI machine) let the first requests finish
   // before the last arrived, and nothing was ever preempted.
-  const auto gate = FirstCallGate::arm(setup.backend);
+  const auto gate = CallGate::arm(setup.backend);
   auto engine = make_fake_engine(setup);
   Collector c;
   std::vector<RequestId> ids;
@@ -442,8 +424,6 @@ TEST(SchedEngine, DestructorCancelsRemainingRequests) {
 
 TEST(SchedEngine, StatsAddUp) {
   std::mutex mu;
-  std::condition_variable cv;
-  bool submitted = false, paused = false, resume = false;
   std::vector<StepRecord> steps;
   FakeEngineSetup setup;
   setup.backend.decode_delay = std::chrono::microseconds(300);
@@ -451,32 +431,18 @@ TEST(SchedEngine, StatsAddUp) {
     std::lock_guard<std::mutex> lock(mu);
     steps.push_back(r);
   };
-  // Hold the first backend call until all four are queued (so they run together however
-  // slowly this thread submits), and the 30th (all four decoding) while the test reads stats.
-  setup.backend.on_call = [&](const FakeCall& call) {
-    std::unique_lock<std::mutex> lock(mu);
-    if (call.index == 0) cv.wait(lock, [&] { return submitted; });
-    if (call.index != 30) return;
-    paused = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return resume; });
-  };
+  // The first backend call waits until all four are queued (so they run together however
+  // slowly this thread submits); the 30th (all four decoding) is held while the test reads stats.
+  const auto queued = CallGate::arm(setup.backend, 0);
+  const auto mid_run = CallGate::arm(setup.backend, 30);
   auto engine = make_fake_engine(setup);
   Collector c;
   std::vector<RequestId> ids;
   for (int i = 0; i < 4; ++i) ids.push_back(engine->submit(make_request(i, 300, 40), c.callbacks()));
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    submitted = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return paused; });
-  }
+  queued->release();
+  mid_run->wait_reached();
   const StatsSnapshot mid = engine->stats();
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    resume = true;
-  }
-  cv.notify_all();
+  mid_run->release();
   EXPECT_EQ(mid.n_running, 4);
   EXPECT_EQ(mid.current_batch, 4);
   EXPECT_TRUE(mid.model_loaded);

@@ -21,7 +21,7 @@ TEST(SchedPrefillPacking, PromptsArrivingTogetherSharePrefillCallsAndMatchSolo) 
   setup.backend.max_prefill_tokens = 512;
   setup.prefill_chunk_tokens = 256;
   setup.backend.prefill_delay_per_token = std::chrono::microseconds(1);  // measurable prefill times
-  const auto gate = FirstCallGate::arm(setup.backend);
+  const auto gate = CallGate::arm(setup.backend);
   auto engine = make_fake_engine(setup);
   Collector c;
   const std::vector<int> prompt_tokens = {20, 128, 128, 300, 40, 600, 10, 10, 10, 10};
@@ -56,7 +56,7 @@ TEST(SchedPrefillPacking, PromptsArrivingTogetherSharePrefillCallsAndMatchSolo) 
 TEST(SchedPrefillPacking, FailedSharedPrefillFailsItsRequestsOnly) {
   FakeEngineSetup setup;
   setup.backend.max_prefill_seqs = 4;
-  const auto gate = FirstCallGate::arm(setup.backend);
+  const auto gate = CallGate::arm(setup.backend);
   setup.backend.fail_if = [](const FakeCall& call) {
     return call.kind == FakeCall::Kind::Prefill &&
            std::count(call.seq_ids.begin(), call.seq_ids.end(), 2) > 0;
