@@ -335,20 +335,24 @@ struct PartQ4K {
   }
 };
 
-// Q6_K part t (record of weight_repack.h): nibble word c holds the low 4 bits of half2
-// w[4c+j] at bits 4j / 16+4j; high word c/2 holds their top 2 bits at bits 2s / 16+2s with
-// s = 4(c%2) + j. Sub-block (16 elements, one int8 scale) of w[i] is 4t + i/8.
+// Q6_K part t (record of weight_repack.h: q6k_nibble_bit): words 6g..6g+5 of the part hold
+// w[16g..16g+16). Chunks 4g..4g+2 are whole quants, A at bits 0-5 / 16-21 (one mask) and B at
+// 6-11 / 22-27 (a shift by 6, one mask): w[4c+j] is A of word 6g + 2(c%4) + j/2 if j is even,
+// B if odd. Chunk 4g+3 assembles w[16g+12..16g+16) from the spare bits 12-15 of the six words:
+// nibbles of words 0-3, bit pairs of words 4 and 5. Its odd entries are assembled 2 bits up
+// (bits 2-7: 1024 + 4q, scaled back exactly by 1/4), so one shift of word 4 or 5 serves two
+// entries. Every entry is (q - 32) exactly before the one rounding, the scale's multiply.
+// Sub-block (16 elements, one int8 scale) of w[i] is 4t + i/8.
 struct PartQ6K {
   struct Row {
-    uint32_t v[8];
-    uint32_t u[4];
+    uint32_t v[12];
     __half2 s[4];
   };
   __device__ __forceinline__ static Row load(const uint8_t* rec, int t) {
     Row r;
-    const uint4 a = ld16(rec + 32 * t), b = ld16(rec + 32 * t + 16), c = ld16(rec + 128 + 16 * t);
-    r.v[0] = a.x; r.v[1] = a.y; r.v[2] = a.z; r.v[3] = a.w; r.v[4] = b.x; r.v[5] = b.y; r.v[6] = b.z; r.v[7] = b.w;
-    r.u[0] = c.x; r.u[1] = c.y; r.u[2] = c.z; r.u[3] = c.w;
+    const uint4 a = ld16(rec + 48 * t), b = ld16(rec + 48 * t + 16), c = ld16(rec + 48 * t + 32);
+    r.v[0] = a.x; r.v[1] = a.y; r.v[2] = a.z; r.v[3] = a.w; r.v[4] = b.x; r.v[5] = b.y;
+    r.v[6] = b.z; r.v[7] = b.w; r.v[8] = c.x; r.v[9] = c.y; r.v[10] = c.z; r.v[11] = c.w;
     const float d = h_bits_to_f32(*reinterpret_cast<const uint16_t*>(rec + 208));
     const uint32_t sc4 = ld4(rec + 192 + 4 * t);
 #pragma unroll
@@ -358,16 +362,33 @@ struct PartQ6K {
     }
     return r;
   }
+  // w = w[4c .. 4c+4); c must be a compile-time constant after unrolling.
   __device__ __forceinline__ static void chunk(const Row& r, int c, __half2 (&w)[4]) {
-    const __half2 bias = h2_splat_bits(0x6420);  // 1056 = 1024 + 32
-    const uint32_t v = r.v[c], u = r.u[c >> 1];
+    const __half2 bias = h2_splat_bits(0x6420);                                     // 1056 = 1024 + 32
+    const __half2 k1_4 = h2_splat_bits(0x3400), km288 = h2_splat_bits(0xDC80);      // 1/4, -(256 + 32)
+    const uint32_t* v = r.v + 6 * (c / 4);
+    const __half2 scale = r.s[c >> 1];
+    if (c % 4 < 3) {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int s = 4 * (c & 1) + j;
-      const uint32_t lo = lop3<0xEA>(v >> (4 * j), 0x000F000Fu, 0x64006400u);
-      const uint32_t hb = 2 * s >= 4 ? u >> (2 * s - 4) : u << (4 - 2 * s);
-      const __half2 q = __hsub2(u32_as_h2(lop3<0xF8>(lo, hb, 0x00300030u)), bias);
-      w[j] = __hmul2(q, r.s[c >> 1]);
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t x = v[2 * (c % 4) + j / 2];
+        const uint32_t q = lop3<0xEA>(j % 2 == 0 ? x : x >> 6, 0x003F003Fu, 0x64006400u);
+        w[j] = __hmul2(__hsub2(u32_as_h2(q), bias), scale);
+      }
+    } else {
+      const uint32_t hi4 = v[4] >> 8, hi5 = v[5] >> 8;  // pairs of bits 12-15 at 4-7 / 20-23
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t hi = j < 2 ? hi4 : hi5;
+        if (j % 2 == 0) {
+          const uint32_t lo = lop3<0xEA>(v[j] >> 12, 0x000F000Fu, 0x64006400u);
+          w[j] = __hmul2(__hsub2(u32_as_h2(lop3<0xF8>(lo, hi, 0x00300030u)), bias), scale);
+        } else {
+          const uint32_t lo = lop3<0xEA>(v[j] >> 10, 0x003C003Cu, 0x64006400u);
+          const __half2 q = u32_as_h2(lop3<0xF8>(lo, hi, 0x00C000C0u));
+          w[j] = __hmul2(__hfma2(q, k1_4, km288), scale);
+        }
+      }
     }
   }
 };

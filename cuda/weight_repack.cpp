@@ -1,6 +1,7 @@
 #include "cuda/weight_repack.h"
 
 #include <array>
+#include <bit>
 #include <cassert>
 #include <cstring>
 
@@ -78,19 +79,19 @@ void repack_q4k_row(const uint8_t* row, int64_t n_tiles, uint8_t* dst) {
   }
 }
 
-// Where each element of a tile lands in a Q6_K record: the byte and shift of its low nibble
-// and of its high bit pair. The positions are multiples of 4 and 2 bits, so neither crosses a
-// byte and an element costs two ORs (bit by bit, an 8B model's Q6_K took a minute to load).
+// Where each element of a tile lands in a Q6_K record: the 32-bit word and shift of its low
+// nibble and of its high bit pair (a nibble may straddle two bytes, never two words). An element
+// then costs two ORs (bit by bit, an 8B model's Q6_K took a minute to load).
 struct Q6kPlace {
-  uint8_t lo_byte, lo_shift, hi_byte, hi_shift;
+  uint8_t lo_word, lo_shift, hi_word, hi_shift;
 };
 const std::array<Q6kPlace, 256>& q6k_places() {
   static const std::array<Q6kPlace, 256> places = [] {
     std::array<Q6kPlace, 256> p{};
     for (int e = 0; e < 256; ++e) {
       const int lo = q6k_nibble_bit(e), hi = q6k_high_bit(e);
-      p[static_cast<size_t>(e)] = Q6kPlace{static_cast<uint8_t>(lo / 8), static_cast<uint8_t>(lo % 8),
-                                           static_cast<uint8_t>(hi / 8), static_cast<uint8_t>(hi % 8)};
+      p[static_cast<size_t>(e)] = Q6kPlace{static_cast<uint8_t>(lo / 32), static_cast<uint8_t>(lo % 32),
+                                           static_cast<uint8_t>(hi / 32), static_cast<uint8_t>(hi % 32)};
     }
     return p;
   }();
@@ -101,26 +102,29 @@ const std::array<Q6kPlace, 256>& q6k_places() {
 // ql[64n + 32(grp & 1) + l] (low half for grp < 2, high half above), high bits at bit 2grp of
 // qh[32n + l]; the 6-bit quant is 0..63 before the -32 offset.
 void repack_q6k_row(const uint8_t* row, int64_t n_tiles, uint8_t* dst) {
+  static_assert(std::endian::native == std::endian::little, "records are read as little-endian words");
   const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(row);
   const std::array<Q6kPlace, 256>& places = q6k_places();
   for (int64_t t = 0; t < n_tiles; ++t) {
     uint8_t* rec = dst + t * 224;
-    std::memset(rec, 0, 224);
+    std::array<uint32_t, 48> words{};  // the record's 192 bytes of quants
     for (int n = 0; n < 2; ++n) {
       for (int grp = 0; grp < 4; ++grp) {
         for (int l = 0; l < 32; ++l) {
           const int e = 128 * n + 32 * grp + l;
           const uint8_t ql = b[t].ql[64 * n + 32 * (grp & 1) + l];
-          const int lo = grp < 2 ? (ql & 0xF) : (ql >> 4);
-          const int hi = (b[t].qh[32 * n + l] >> (2 * grp)) & 3;
+          const uint32_t lo = grp < 2 ? (ql & 0xFu) : (ql >> 4);
+          const uint32_t hi = (b[t].qh[32 * n + l] >> (2 * grp)) & 3u;
           const Q6kPlace& p = places[static_cast<size_t>(e)];
-          rec[p.lo_byte] |= static_cast<uint8_t>(lo << p.lo_shift);
-          rec[p.hi_byte] |= static_cast<uint8_t>(hi << p.hi_shift);
+          words[p.lo_word] |= lo << p.lo_shift;
+          words[p.hi_word] |= hi << p.hi_shift;
         }
       }
     }
+    std::memcpy(rec, words.data(), 192);
     std::memcpy(rec + 192, b[t].scales, 16);
     std::memcpy(rec + 208, &b[t].d, 2);
+    std::memset(rec + 210, 0, 14);
   }
 }
 

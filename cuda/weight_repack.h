@@ -21,7 +21,7 @@
 //          ggml qs[128] @16 with bytes 1 and 2 of every 32-bit word swapped, so one mask
 //          yields two neighbouring elements                                    144 B
 //   Q5_K : the ggml block as is (d, dmin, scales[12], qh[32], qs[128])  176 B
-//   Q6_K : low nibbles @0 (part t at 32t), high bit pairs @128 (part t at 128 + 16t),
+//   Q6_K : part t's 12 words @48t: each 6-bit quant whole in a 16-bit lane where it can be,
 //          scales[16] @192, d @208, pad             224 B   (see q6k_nibble_bit / q6k_high_bit)
 // A partial last tile (K % 256 != 0, 32-element types only) is zero-filled (scale 0).
 #include <cstdint>
@@ -110,13 +110,28 @@ uint32_t q4k_part_field(const uint8_t* scales, int t);
 // Q6_K record: where element e (0..255) of a tile keeps its low nibble and its high two bits
 // (bit offsets from the record start), as the repacker writes them; PartQ6K (quant_tile.cuh)
 // reads the same positions word by word.
+//
+// Part t's half2 w[16g + h] (elements 64t + 32g + 2h and the next, in the low and high 16-bit
+// lanes of a word) lives in the six words 12t + 6g + k. Each lane of such a word holds two whole
+// quants, A at bits 0-5 (h = 2k) and B at bits 6-11 (h = 2k + 1), and 4 spare bits 12-15. The
+// spares of words 0-3 hold the low nibbles of h = 12..15, the spares of words 4 and 5 their high
+// bit pairs. A whole quant costs the kernel one mask (and one shift for B) where the nibble and
+// bit-pair split of ggml cost two shifts and two masks; 6 bits a quant either way.
+
+// The first of the six words that hold element e.
+inline int q6k_first_word(int e) {
+  const int t = e / 64, i = (e % 64) / 2;
+  return 12 * t + 6 * (i / 16);
+}
 inline int q6k_nibble_bit(int e) {
-  const int t = e / 64, i = (e % 64) / 2, odd = e & 1;
-  return 8 * (32 * t + 4 * (i / 4)) + 4 * (i % 4) + 16 * odd;
+  const int h = (e % 64) / 2 % 16, lane = 16 * (e & 1);
+  if (h < 12) return 32 * (q6k_first_word(e) + h / 2) + lane + 6 * (h % 2);
+  return 32 * (q6k_first_word(e) + h - 12) + lane + 12;
 }
 inline int q6k_high_bit(int e) {
-  const int t = e / 64, i = (e % 64) / 2, odd = e & 1;
-  return 8 * (128 + 16 * t + 4 * (i / 8)) + 2 * (i % 8) + 16 * odd;
+  const int h = (e % 64) / 2 % 16, lane = 16 * (e & 1);
+  if (h < 12) return q6k_nibble_bit(e) + 4;
+  return 32 * (q6k_first_word(e) + 4 + (h - 12) / 2) + lane + 12 + 2 * ((h - 12) % 2);
 }
 
 }  // namespace chorus::cuda

@@ -60,22 +60,30 @@ std::vector<float> decode_q4k(const uint8_t* rec) {
   return out;
 }
 
-// Q6_K record: part t, nibble word c (bytes 32t + 4c), pair j: element 64t + 2(4c+j) at bits
-// 4j, the next element at 16 + 4j; their high bits in word c/2 of bytes 128 + 16t at 2s and
-// 16 + 2s, s = 4(c%2) + j. Scales (int8) per 16 elements at 192, d at 208.
+// Q6_K record: part t's words 12t + 6g + k hold its half2 16g..16g+16. Half2 4c'+j of the
+// half (c' = 0..2) is the 6-bit field at bit 0 (j even) or 6 (j odd) of word 2c' + j/2; half2
+// 12+j is the nibble at bits 12-15 of word j with the pair at bits 12 + 2(j%2) of word 4 + j/2.
+// The high lane (+16 bits) holds the odd element. Scales (int8) per 16 elements at 192, d at 208.
 std::vector<float> decode_q6k(const uint8_t* rec) {
   const float d = half_at(rec + 208);
   std::vector<float> out(256);
   for (int t = 0; t < 4; ++t) {
-    for (int c = 0; c < 8; ++c) {
-      const uint32_t v = word(rec + 32 * t + 4 * c), u = word(rec + 128 + 16 * t + 4 * (c / 2));
-      for (int j = 0; j < 4; ++j) {
-        const int s = 4 * (c % 2) + j;
+    for (int g = 0; g < 2; ++g) {
+      const uint8_t* words = rec + 4 * (12 * t + 6 * g);
+      for (int h = 0; h < 16; ++h) {
         for (int odd = 0; odd < 2; ++odd) {
-          const int lo = (v >> (4 * j + 16 * odd)) & 0xF, hi = (u >> (2 * s + 16 * odd)) & 3;
-          const int e = 64 * t + 2 * (4 * c + j) + odd;
+          int q = 0;
+          if (h < 12) {
+            q = (word(words + 4 * (h / 2)) >> (6 * (h % 2) + 16 * odd)) & 63;
+          } else {
+            const int j = h - 12;
+            const int lo = (word(words + 4 * j) >> (12 + 16 * odd)) & 0xF;
+            const int hi = (word(words + 4 * (4 + j / 2)) >> (12 + 2 * (j % 2) + 16 * odd)) & 3;
+            q = lo | (hi << 4);
+          }
+          const int e = 64 * t + 32 * g + 2 * h + odd;
           const int sc = static_cast<int8_t>(rec[192 + e / 16]);
-          out[e] = d * sc * ((lo | (hi << 4)) - 32);
+          out[static_cast<size_t>(e)] = d * sc * (q - 32);
         }
       }
     }
