@@ -267,10 +267,22 @@ __device__ __forceinline__ void issue_x_tile(const GemvParams& p, uint8_t* dst, 
   tma_load_3d(dst, &p.x_map, 0, tile * 4, 0, bar);
 }
 
+// A warp's weight stage for its tile i (i >= 0) and the phase parity of that use. Unsigned, so
+// that the modulo and division by the compile-time stage count are a mask and a shift (or a
+// multiply-high): on int they were ~8 instructions a tile for the sign fix-ups.
+template <int kStages>
+__device__ __forceinline__ int stage_slot(int i) {
+  return static_cast<int>(static_cast<uint32_t>(i) % kStages);
+}
+template <int kStages>
+__device__ __forceinline__ uint32_t stage_parity(int i) {
+  return (static_cast<uint32_t>(i) / kStages) & 1u;
+}
+
 template <TensorType kType, int kNT>
 __device__ __forceinline__ void issue_tile(uint64_t* bars, uint8_t* stages, const uint8_t* src, int i) {
   using S = GemvShape<kType, kNT>;
-  const int slot = i % S::kStages;
+  const int slot = stage_slot<S::kStages>(i);
   mbar_arrive_expect_tx(bars + slot, S::kWarpTile);
   bulk_copy_g2s(stages + slot * S::kWarpTile, src + static_cast<int64_t>(i) * S::kWarpTile, S::kWarpTile, bars + slot);
 }
@@ -377,8 +389,8 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
           }
         }
         if (warp_active) {
-          const int slot = i % S::kStages;
-          mbar_wait(bars + slot, static_cast<uint32_t>(i / S::kStages) & 1u);
+          const int slot = stage_slot<S::kStages>(i);
+          mbar_wait(bars + slot, stage_parity<S::kStages>(i));
           if (i == 0) trace_phase(p.trace, 1);
           warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, smem_u32(xb) + x_lane, lane, acc, xsum_tile,
                                     ring_sums + b, phase);
@@ -461,8 +473,8 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
     if (!warp_active) continue;
     const uint32_t xc_lane = smem_u32(xc) + x_lane;
     for (int i = c0; i < c0 + n_chunk; ++i) {
-      const int slot = i % S::kStages;
-      mbar_wait(bars + slot, static_cast<uint32_t>(i / S::kStages) & 1u);
+      const int slot = stage_slot<S::kStages>(i);
+      mbar_wait(bars + slot, stage_parity<S::kStages>(i));
       if (i == 0) trace_phase(p.trace, 1);
       warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, xc_lane + (i - c0) * tile_stride, lane, acc,
                                 xsum + ((ci & 1) * chunk + i - c0) * kNT * 32, nullptr, 0);
