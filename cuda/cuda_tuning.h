@@ -46,7 +46,9 @@ struct CudaTuning {
   // From this many rows on, a step normalizes its rows in a pass of their own and the GEMVs
   // stage f16 (launch_norm_rows); fewer rows are normalized inside every GEMV block (the fused
   // route, GemvIn::NormF32), which costs a launch less but puts two dependent memory round
-  // trips before the first product (v19 trace: ~2.5-3.5 us). Same bits either way.
+  // trips before the first product (v19 trace: ~2.5-3.5 us). Same bits either way. At one row
+  // (H100) the pass wins only for the 1B (+2 %): the 8B (-5 %) and SmolLM2 (-4 %) lose, so no
+  // width rule fits (perf-notes v22c).
   int32_t norm_pass_min_rows = 3;
 };
 
