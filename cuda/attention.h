@@ -64,6 +64,13 @@ struct DecodeAttentionParams {
   // launch_attention_decode chooses from the occupancy; always 1 in a cluster). Each chunk's
   // partial is computed as by a block of its own, so the bits do not depend on it.
   int32_t chunks_per_block = 0;
+  // Launches of at most this many rows whose rows fit kAttnMaxClusterChunks chunks compute each
+  // (row, kv head) in one block of row_warps warps instead of a cluster of chunk blocks (the
+  // row route, attention_row.cu: no cluster barriers, the merge from the block's own shared
+  // memory); the same bits. 0: never. Shapes whose staged rows do not fit one block's shared
+  // memory take the chunk blocks.
+  int32_t row_max_rows = 0;
+  int32_t row_warps = 16;
   TraceSpan* trace = nullptr;  // step_trace.h: stamped by every block when set
 };
 // Up to this many chunks per row (grid_chunks), a (kv head, row)'s chunk blocks form a

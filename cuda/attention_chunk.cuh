@@ -160,76 +160,99 @@ __device__ __forceinline__ void chunk_pv_pairs(const Rows& rows, int n_pos, int 
   }
 }
 
+// One query head against a chunk's n_pos rows (a warp; lane = threadIdx.x & 31): q is the
+// head's query (RoPE applied, pre-scaled) in shared memory; leaves (max, sum) at ml[0], ml[1]
+// and the unnormalized output at o[0, hd). No block barrier: at small M a block is one warp
+// per scheduler, running code it has not run before, so what counts is how many instructions
+// each warp goes through, unrolled ones most. Lane L computes position L's score whole
+// (8-element pieces of its K row against the broadcast query, in order; no reduction across
+// lanes), so the softmax runs in registers, and P.V takes position i's weight from lane i.
+// Reads q, then (cluster merge) o may overwrite it, after a __syncwarp().
+template <int kP, typename Rows>
+__device__ __forceinline__ void attend_head(const AttentionParams& p, const float* q, int n_pos, const Rows& rows,
+                                            float* ml, float* o) {
+  static_assert(kAttnChunkTokens == 32, "a lane per chunk position");
+  const int hd = p.head_dim, hd2 = hd / 2;
+  const int lane = threadIdx.x & 31;
+  const int my_pos = min(lane, n_pos - 1);  // lanes past the chunk's end repeat its last row (masked)
+  float dot = 0.0f;
+  if (hd % 8 == 0) {  // 16-byte pieces (the cache rows are 16-byte aligned then)
+    const uint4* k8 = reinterpret_cast<const uint4*>(rows.k_row(my_pos));
+    const float4* q4 = reinterpret_cast<const float4*>(q);
+#pragma unroll 2
+    for (int d8 = 0; d8 < hd / 8; ++d8) {
+      const uint4 kv = k8[d8];
+      const float4 qa = q4[2 * d8], qb = q4[2 * d8 + 1];
+      const float2 k0 = __half22float2(*reinterpret_cast<const __half2*>(&kv.x));
+      const float2 k1 = __half22float2(*reinterpret_cast<const __half2*>(&kv.y));
+      const float2 k2 = __half22float2(*reinterpret_cast<const __half2*>(&kv.z));
+      const float2 k3 = __half22float2(*reinterpret_cast<const __half2*>(&kv.w));
+      float piece = qa.x * k0.x;
+      piece = fmaf(qa.y, k0.y, piece);
+      piece = fmaf(qa.z, k1.x, piece);
+      piece = fmaf(qa.w, k1.y, piece);
+      piece = fmaf(qb.x, k2.x, piece);
+      piece = fmaf(qb.y, k2.y, piece);
+      piece = fmaf(qb.z, k3.x, piece);
+      piece = fmaf(qb.w, k3.y, piece);
+      dot += piece;
+    }
+  } else {  // 4-byte pieces
+    const __half2* k2 = reinterpret_cast<const __half2*>(rows.k_row(my_pos));
+    for (int d2 = 0; d2 < hd2; ++d2) {
+      const float2 kf = __half22float2(k2[d2]);
+      dot = fmaf(q[2 * d2 + 1], kf.y, fmaf(q[2 * d2], kf.x, dot));
+    }
+  }
+  const float score = lane < n_pos ? dot : -FLT_MAX;
+
+  // Softmax partial: the chunk's max and sum of exp (fixed butterflies).
+  float m = score;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+  const float e = lane < n_pos ? expf(score - m) : 0.0f;
+  float l = e;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) l += __shfl_xor_sync(0xffffffffu, l, off);
+  if (lane == 0) {
+    ml[0] = m;
+    ml[1] = l;
+  }
+
+  __syncwarp();  // every lane has read q (the cluster sink overwrites it)
+  if (hd % 8 == 0 && hd <= 64) {
+    chunk_pv_pieces(rows, n_pos, hd, e, lane, o);
+  } else {
+    chunk_pv_pairs<kP>(rows, n_pos, hd, e, lane, o);
+  }
+}
+
 // Needs s.q_s filled and the rows readable, then a __syncthreads(); ends with the partials
-// written. A warp per query head (heads warp, warp + kAttnWarps, ...), and no block barrier:
-// at small M a block is one warp per scheduler, running code it has not run before, so what
-// counts is how many instructions each warp goes through, unrolled ones most. Lane L computes
-// position L's score whole (8-element pieces of its K row against the broadcast query, in
-// order; no reduction across lanes), so the softmax runs in registers, and P.V takes position
-// i's weight from lane i. Reads s.q_s[g] and then (cluster merge) writes the output over it,
-// after a __syncwarp().
+// written. A warp per query head (heads warp, warp + kAttnWarps, ...), attend_head each.
 template <int kG, int kP, typename Rows>
 __device__ __forceinline__ void attend_chunk(const AttentionParams& p, ChunkSmem<kG, kP>& s, int chunk, int row,
                                              const Rows& rows, const ChunkSink& sink) {
-  static_assert(kAttnChunkTokens == 32, "a lane per chunk position");
   const int len = p.seq_lens[row];
   const int n_pos = min(kAttnChunkTokens, len - chunk * kAttnChunkTokens);
-  const int group = p.n_heads / p.n_kv_heads, hd = p.head_dim, hd2 = hd / 2;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int my_pos = min(lane, n_pos - 1);  // lanes past the chunk's end repeat its last row (masked)
-  for (int g = warp; g < group; g += kAttnWarps) {
-    const float* q = s.q_s[g];
-    float dot = 0.0f;
-    if (hd % 8 == 0) {  // 16-byte pieces (the cache rows are 16-byte aligned then)
-      const uint4* k8 = reinterpret_cast<const uint4*>(rows.k_row(my_pos));
-      const float4* q4 = reinterpret_cast<const float4*>(q);
-#pragma unroll 2
-      for (int d8 = 0; d8 < hd / 8; ++d8) {
-        const uint4 kv = k8[d8];
-        const float4 qa = q4[2 * d8], qb = q4[2 * d8 + 1];
-        const float2 k0 = __half22float2(*reinterpret_cast<const __half2*>(&kv.x));
-        const float2 k1 = __half22float2(*reinterpret_cast<const __half2*>(&kv.y));
-        const float2 k2 = __half22float2(*reinterpret_cast<const __half2*>(&kv.z));
-        const float2 k3 = __half22float2(*reinterpret_cast<const __half2*>(&kv.w));
-        float piece = qa.x * k0.x;
-        piece = fmaf(qa.y, k0.y, piece);
-        piece = fmaf(qa.z, k1.x, piece);
-        piece = fmaf(qa.w, k1.y, piece);
-        piece = fmaf(qb.x, k2.x, piece);
-        piece = fmaf(qb.y, k2.y, piece);
-        piece = fmaf(qb.z, k3.x, piece);
-        piece = fmaf(qb.w, k3.y, piece);
-        dot += piece;
-      }
-    } else {  // 4-byte pieces
-      const __half2* k2 = reinterpret_cast<const __half2*>(rows.k_row(my_pos));
-      for (int d2 = 0; d2 < hd2; ++d2) {
-        const float2 kf = __half22float2(k2[d2]);
-        dot = fmaf(q[2 * d2 + 1], kf.y, fmaf(q[2 * d2], kf.x, dot));
-      }
-    }
-    const float score = lane < n_pos ? dot : -FLT_MAX;
-
-    // Softmax partial: the chunk's max and sum of exp (fixed butterflies).
-    float m = score;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    const float e = lane < n_pos ? expf(score - m) : 0.0f;
-    float l = e;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
-    if (lane == 0) {
-      sink.ml[g * sink.ml_stride] = m;
-      sink.ml[g * sink.ml_stride + 1] = l;
-    }
-
-    __syncwarp();  // every lane has read q (the cluster sink overwrites it)
-    if (hd % 8 == 0 && hd <= 64) {
-      chunk_pv_pieces(rows, n_pos, hd, e, lane, sink.o + g * sink.o_stride);
-    } else {
-      chunk_pv_pairs<kP>(rows, n_pos, hd, e, lane, sink.o + g * sink.o_stride);
-    }
+  const int group = p.n_heads / p.n_kv_heads;
+  for (int g = threadIdx.x >> 5; g < group; g += kAttnWarps) {
+    attend_head<kP>(p, s.q_s[g], n_pos, rows, sink.ml + g * sink.ml_stride, sink.o + g * sink.o_stride);
   }
+}
+
+// The weight of lane c's chunk in a head's merged output, exp(m_c - m) / l with m the largest
+// m_c and l = sum_c l_c exp(m_c - m) (fixed butterflies over the warp; lanes past n_chunks
+// pass has_chunk false and get 0). Every merge route (merge_chunks, the cluster's, the row
+// block's) computes it this way, so a row's bits do not depend on the route.
+__device__ __forceinline__ float chunk_weight(float mc, float lc, bool has_chunk) {
+  float m = has_chunk ? mc : -FLT_MAX;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+  const float e = has_chunk ? expf(mc - m) : 0.0f;
+  float l = has_chunk ? __fmul_rn(lc, e) : 0.0f;  // never fused with the first butterfly add
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) l += __shfl_xor_sync(0xffffffffu, l, off);
+  return e * (1.0f / l);
 }
 
 // Merge of one head's n_chunks partials, in chunk order: the overall max m and 1 / l with

@@ -22,6 +22,8 @@
 
 #include "cuda/attention.h"
 #include "cuda/attention_chunk.cuh"
+#include "cuda/attention_new_token.cuh"
+#include "cuda/attention_row.h"
 #include "cuda/bulk_copy.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/launch.cuh"
@@ -31,148 +33,6 @@
 
 namespace chorus::cuda {
 namespace {
-
-// The new token's part of a block's work: its query heads (rotated, pre-scaled) into s.q_s and,
-// for the row's last chunk, its K (rotated) and V into the cache and (stage()) the staged rows.
-// The RoPE angles depend on the position only, so angles() runs before pdl_wait (read from the
-// backend's table, or computed: the double pow and sincos are a long dependent chain); after
-// the wait, load() issues every load of q, k and v before store() writes any of them, so the
-// new values cost one round trip, not one per loop.
-// The rotations are rope_rotate's split in two (rope.cuh spells out their roundings), so the
-// prefill QKV kernel writes the same K halves (test_cuda_attention).
-template <int kG, int kP>
-struct NewToken {
-  static constexpr int kQIters = (kG * 32 * kP + kAttnThreads - 1) / kAttnThreads;  // q pairs per thread
-  static constexpr int kVIters = (64 * kP + kAttnThreads - 1) / kAttnThreads;       // v elements per thread
-  RopeAngle q_rot[kQIters], k_rot;
-  float qa[kQIters], qb[kQIters], ka = 0.0f, kb = 0.0f, v[kVIters];
-  __half k_h[2], v_h[kVIters];  // the new K pair and V elements as written to the cache
-
-  // Query pair n of this thread (false past the group's pairs): its head within the group, the
-  // two elements it rotates and its frequency index.
-  __device__ static bool q_pair(const DecodeAttentionParams& d, int n, int& head, int& i0, int& i1, int& freq) {
-    const int hd2 = d.attn.head_dim / 2, i = threadIdx.x + n * kAttnThreads;
-    if (i >= d.attn.n_heads / d.attn.n_kv_heads * hd2) return false;
-    head = i / hd2;
-    rope_pair(d.rope, i % hd2, i0, i1, freq);
-    return true;
-  }
-  // The new K's pair of this thread (false for threads past head_dim / 2).
-  __device__ static bool k_pair(const DecodeAttentionParams& d, int& i0, int& i1, int& freq) {
-    if (static_cast<int>(threadIdx.x) >= d.attn.head_dim / 2) return false;
-    rope_pair(d.rope, threadIdx.x, i0, i1, freq);
-    return true;
-  }
-
-  // The rotation of frequency freq at pos: from the backend's table (rope_table.h) where it
-  // covers pos, else computed; the same bits either way.
-  __device__ static RopeAngle angle(const DecodeAttentionParams& d, int pos, int freq) {
-    return freq >= 0 && pos < d.rope_cs_positions ? rope_table_angle(d.rope_cs, d.rope, pos, freq)
-                                                   : rope_angle(d.rope, pos, freq);
-  }
-
-  __device__ void angles(const DecodeAttentionParams& d, int pos, bool writes_kv) {
-    int head, i0, i1, freq;
-#pragma unroll
-    for (int n = 0; n < kQIters; ++n) {
-      if (!q_pair(d, n, head, i0, i1, freq)) break;
-      q_rot[n] = angle(d, pos, freq);
-    }
-    if (writes_kv && k_pair(d, i0, i1, freq)) k_rot = angle(d, pos, freq);
-  }
-
-  __device__ void load(const DecodeAttentionParams& d, const float* qkv, int kvh, bool writes_kv) {
-    const AttentionParams& p = d.attn;
-    const int hd = p.head_dim, group = p.n_heads / p.n_kv_heads;
-    int head, i0, i1, freq;
-#pragma unroll
-    for (int n = 0; n < kQIters; ++n) {
-      if (!q_pair(d, n, head, i0, i1, freq)) break;
-      const float* q = qkv + (kvh * group + head) * hd;
-      qa[n] = q[i0];
-      qb[n] = q[i1];
-    }
-    if (!writes_kv) return;
-    const int q_dim = p.n_heads * hd, kv_dim = p.n_kv_heads * hd;
-    if (k_pair(d, i0, i1, freq)) {
-      const float* k = qkv + q_dim + kvh * hd;
-      ka = k[i0];
-      kb = k[i1];
-    }
-    const float* vsrc = qkv + q_dim + kv_dim + kvh * hd;
-#pragma unroll
-    for (int n = 0; n < kVIters; ++n) {
-      const int i = threadIdx.x + n * kAttnThreads;
-      if (i < hd) v[n] = vsrc[i];
-    }
-  }
-
-  // kv_off: the new token's row in the cache.
-  __device__ void store(const DecodeAttentionParams& d, ChunkSmem<kG, kP>& s, int64_t kv_off, bool writes_kv) {
-    const AttentionParams& p = d.attn;
-    const int hd = p.head_dim;
-    int head, i0, i1, freq;
-#pragma unroll
-    for (int n = 0; n < kQIters; ++n) {
-      if (!q_pair(d, n, head, i0, i1, freq)) break;
-      float a = qa[n], b = qb[n];
-      rope_apply(q_rot[n], a, b);
-      s.q_s[head][i0] = a * p.scale;
-      s.q_s[head][i1] = b * p.scale;
-    }
-    if (!writes_kv) return;
-    if (k_pair(d, i0, i1, freq)) {
-      float a = ka, b = kb;
-      rope_apply(k_rot, a, b);
-      k_h[0] = __float2half_rn(a);
-      k_h[1] = __float2half_rn(b);
-      p.k_cache[kv_off + i0] = k_h[0];
-      p.k_cache[kv_off + i1] = k_h[1];
-    }
-#pragma unroll
-    for (int n = 0; n < kVIters; ++n) {
-      const int i = threadIdx.x + n * kAttnThreads;
-      if (i < hd) p.v_cache[kv_off + i] = v_h[n] = __float2half_rn(v[n]);
-    }
-  }
-
-  // The same K and V halves into the new token's staged rows k_s / v_s (after store()).
-  __device__ void stage(const DecodeAttentionParams& d, __half* k_s, __half* v_s) const {
-    int i0, i1, freq;
-    if (k_pair(d, i0, i1, freq)) {
-      k_s[i0] = k_h[0];
-      k_s[i1] = k_h[1];
-    }
-#pragma unroll
-    for (int n = 0; n < kVIters; ++n) {
-      const int i = threadIdx.x + n * kAttnThreads;
-      if (i < d.attn.head_dim) v_s[i] = v_h[n];
-    }
-  }
-};
-
-// Copies the chunk's cached K and V rows except row `skip` (the new token's, not written yet)
-// into k_s / v_s (rows staged_row_pitch apart), asynchronously: 16-byte pieces when head_dim
-// is a multiple of 8 (the cache rows are then 16-byte aligned), else 4-byte ones.
-__device__ void stage_cached_kv(const AttentionParams& p, const int64_t* row_off, int n_pos, int skip, __half* k_s,
-                                __half* v_s) {
-  const int hd = p.head_dim, pitch = staged_row_pitch(hd);
-  const int piece = hd % 8 == 0 ? 8 : 2;  // halves per copy
-  const int per_row = hd / piece;
-  for (int v = threadIdx.x; v < n_pos * per_row; v += kAttnThreads) {
-    const int i = v / per_row, e = (v % per_row) * piece;
-    if (i == skip) continue;
-    const int64_t src = row_off[i] + e;
-    if (piece == 8) {
-      cp_async16(k_s + i * pitch + e, p.k_cache + src, 16);
-      cp_async16(v_s + i * pitch + e, p.v_cache + src, 16);
-    } else {
-      cp_async4(k_s + i * pitch + e, p.k_cache + src);
-      cp_async4(v_s + i * pitch + e, p.v_cache + src);
-    }
-  }
-  cp_async_commit();
-}
 
 // Resolves chunk `chunk`'s cache rows into row_off and starts copying its cached K/V rows (all
 // but the new token's at `pos`) into k_s / v_s.
@@ -256,15 +116,8 @@ __device__ void cluster_merge(const AttentionParams& p, ChunkSmem<kG, kP>& s, in
       mc = ml[0];
       lc = ml[1];
     }
-    float m = mc;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    const float e = lane < n_chunks ? expf(mc - m) : 0.0f;
-    float l = lc * e;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
-    const float inv_l = 1.0f / l;
-    if (lane < n_chunks) weights[g * kCap + lane] = e * inv_l;
+    const float w = chunk_weight(mc, lc, lane < n_chunks);
+    if (lane < n_chunks) weights[g * kCap + lane] = w;
   }
   __syncthreads();
   const int n_blocks = static_cast<int>(cluster.num_blocks());
@@ -316,7 +169,7 @@ __device__ __forceinline__ void attention_decode_block(const DecodeAttentionPara
 
   if (active) {
     tok.load(d, d.qkv + static_cast<int64_t>(row) * d.qkv_stride, kvh, writes_kv);
-    tok.store(d, s, kv_off, writes_kv);
+    tok.store(d, s.q_s, kv_off, writes_kv);
     trace_phase(d.trace, 0);
     for (int j = 0; j < n_mine; ++j) {
       const int chunk = first + j, begin = chunk * kAttnChunkTokens;
@@ -389,6 +242,7 @@ void prepare_attention_kernels() {
       for (DecodeKernel k : by_pairs)
         CHORUS_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kStagedKvMaxBytes));
   });
+  prepare_attention_row_kernels();
 }
 
 void launch_attention_decode(const DecodeAttentionParams& d, cudaStream_t stream) {
@@ -399,6 +253,7 @@ void launch_attention_decode(const DecodeAttentionParams& d, cudaStream_t stream
                     std::to_string(kAttnMaxRowsPerLaunch) + " per launch");
   }
   prepare_attention_kernels();  // no-op after the first call; the backend makes that call at load
+  if (launch_attention_row(d, stream)) return;
   const size_t kv_bytes = static_cast<size_t>(staged_rows_bytes(p.head_dim));
   const DecodeKernel kernel = kDecodeKernels[v.group_index][v.pairs_index];
   DecodeAttentionParams launch = d;

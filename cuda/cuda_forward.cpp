@@ -232,6 +232,8 @@ void CudaBackend::enqueue_attention_gemv(int32_t il, int32_t n_rows, int32_t gri
     d.rope_cs_positions = context_tokens_;
     d.cluster_max_rows = tuning_.attn_cluster_max_rows;
     d.chunks_per_block = tuning_.attn_chunks_per_block;
+    d.row_max_rows = tuning_.attn_row_max_rows;
+    d.row_warps = tuning_.attn_row_warps;
     d.trace = trace_slot("attn", 0);
     launch_attention_decode(d, stream_->get());
     return;

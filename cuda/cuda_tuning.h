@@ -21,6 +21,11 @@ struct CudaTuning {
   // (DecodeAttentionParams::chunks_per_block; 0: chosen from the occupancy). Same bits for any.
   // The occupancy's choice: 8B N = 32 +2.8 % against one chunk a block (perf-notes v14b).
   int32_t attn_chunks_per_block = 0;
+  // Decode attention launches of at most this many rows (whose rows fit the cluster's chunks)
+  // compute each (row, kv head) in one block of attn_row_warps warps (the row route,
+  // attention_row.cu); 0: never. Same bits either way.
+  int32_t attn_row_max_rows = 0;
+  int32_t attn_row_warps = 16;
   // Shared memory for a GEMV launch's x chunks (GemvParams::x_budget_bytes; 0: the defaults of
   // gemv.h). Smaller chunks let more blocks share a multiprocessor.
   int32_t gemv_x_budget_bytes = 0;

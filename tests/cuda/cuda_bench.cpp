@@ -1,4 +1,5 @@
 // chorus-cuda-bench MODEL.gguf [N...] [--trace] [--trace-tuning=SPEC] [--trace-only] [--attn-cluster-max-rows=A,B...] [--attn-chunks-per-block=A,B...]
+// [--attn-row-max-rows=A,B...] [--attn-row-warps=A,B...]
 // [--gemv-x-budget=A,B...] [--gemv-early=A,B...] [--gemv-pair-max-rows=A,B...] [--norm-pass-min-rows=A,B...]
 // [--gemv-splits=Q.O.U.D,...]: the CUDA backend alone
 // (no scheduler). For each N:
@@ -37,6 +38,7 @@
 
 #include <cuda_profiler_api.h>
 
+#include "cuda/attention.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/device_memory.h"
 #include "cuda/gemv.h"
@@ -312,6 +314,8 @@ int main(int argc, char** argv) {
   std::vector<int> ns;
   std::vector<int> cluster_max_rows;  // --attn-cluster-max-rows=A,B,...: the decode rows again for each
   std::vector<int> chunks_per_block;  // --attn-chunks-per-block=A,B,...: the same per attention chunks per block
+  std::vector<int> row_max_rows;      // --attn-row-max-rows=A,B,...: the same per attention row-route limit
+  std::vector<int> row_warps;         // --attn-row-warps=A,B,...: the same per row-block warps (row route on)
   std::vector<int> x_budgets;         // --gemv-x-budget=A,B,...: the same per GEMV x budget (bytes)
   std::vector<int> early_loads;       // --gemv-early=A,B,...: the same per GemvEarly bit mask
   std::vector<int> pair_max_rows;     // --gemv-pair-max-rows=A,B,...: the same per two-type launch limit
@@ -326,6 +330,8 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     if (parse_int_list(arg, "--attn-cluster-max-rows=", cluster_max_rows)) continue;
     if (parse_int_list(arg, "--attn-chunks-per-block=", chunks_per_block)) continue;
+    if (parse_int_list(arg, "--attn-row-max-rows=", row_max_rows)) continue;
+    if (parse_int_list(arg, "--attn-row-warps=", row_warps)) continue;
     if (parse_int_list(arg, "--gemv-x-budget=", x_budgets)) continue;
     if (parse_int_list(arg, "--gemv-early=", early_loads)) continue;
     if (parse_int_list(arg, "--gemv-pair-max-rows=", pair_max_rows)) continue;
@@ -450,6 +456,7 @@ int main(int argc, char** argv) {
   } int_settings[] = {
       {"c", cluster_max_rows, &cuda::CudaTuning::attn_cluster_max_rows},  // attention cluster merge up to N rows
       {"k", chunks_per_block, &cuda::CudaTuning::attn_chunks_per_block},  // chunks per attention block (counters)
+      {"r", row_max_rows, &cuda::CudaTuning::attn_row_max_rows},          // attention row route up to N rows
       {"x", x_budgets, &cuda::CudaTuning::gemv_x_budget_bytes},          // GEMV x chunks in that budget
       {"e", early_loads, &cuda::CudaTuning::gemv_early_loads},            // GemvEarly bits
       {"p", pair_max_rows, &cuda::CudaTuning::gemv_pair_max_rows},        // two-type launches up to N rows
@@ -461,6 +468,12 @@ int main(int argc, char** argv) {
       t.*setting.field = v;
       tuned_rows(t, setting.prefix + std::to_string(v) + " ");
     }
+  }
+  for (int w : row_warps) {  // rows "w<warps> N ...": the row route at every N with blocks of that many warps
+    cuda::CudaTuning t = defaults;
+    t.attn_row_max_rows = cuda::kAttnMaxRowsPerLaunch;
+    t.attn_row_warps = w;
+    tuned_rows(t, "w" + std::to_string(w) + " ");
   }
   for (size_t i = 0; i < splits.size(); ++i) {  // rows "sQ.O.U.D N ...", against solo runs of the same splits
     cuda::CudaTuning t = defaults;

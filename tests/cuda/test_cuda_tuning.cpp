@@ -33,6 +33,8 @@ TEST(CudaTuningText, FormatParsesBackToTheSameSetting) {
   CudaTuning a;
   a.attn_cluster_max_rows = 3;
   a.attn_chunks_per_block = 5;
+  a.attn_row_max_rows = 7;
+  a.attn_row_warps = 12;
   a.gemv_x_budget_bytes = 16384;
   a.gemv_early_loads = 1;
   a.gemv_pair_max_rows = 9;
@@ -47,6 +49,8 @@ TEST(CudaTuningText, FormatParsesBackToTheSameSetting) {
   EXPECT_EQ(b->gemv_x_budget_bytes, 16384);
   EXPECT_EQ(b->gemm_ref_rows, 128);
   EXPECT_EQ(b->norm_pass_min_rows, 1);
+  EXPECT_EQ(b->attn_row_max_rows, 7);
+  EXPECT_EQ(b->attn_row_warps, 12);
 }
 
 TEST(CudaTuningText, BadInputIsAnErrorThatNamesIt) {

@@ -1,0 +1,165 @@
+// Decode attention, the row route (attention_row.h): one block per (row, kv head) stages all of
+// the row's cached K/V rows (up to kAttnMaxClusterChunks chunks) in its shared memory before
+// the wait, and its warps take the (chunk, query head) items one after another; each item is
+// attend_head exactly as a chunk block runs it, the partials stay in the block's shared memory,
+// and the merge is the cluster merge's arithmetic (chunk_weight, then the weighted sum in chunk
+// order). So a row gets the same bits as through the chunk blocks, and the route is chosen per
+// launch: what it saves is the cluster's two barriers and its remote reads (perf-notes v23:
+// ~1.5 us at the first barrier and ~1.5 us of merge after it, 8B N = 1), and at 32 rows the
+// counters' partials round trip. What it costs: a row's K/V (131 KB at 256 positions, head_dim
+// 128) flows into one multiprocessor instead of eight, and the items share one
+// multiprocessor's issue slots and shared-memory bandwidth.
+#include <algorithm>
+#include <cfloat>
+#include <mutex>
+
+#include "cuda/attention_chunk.cuh"
+#include "cuda/attention_new_token.cuh"
+#include "cuda/attention_row.h"
+#include "cuda/cuda_check.h"
+#include "cuda/launch.cuh"
+#include "cuda/step_trace.cuh"
+
+namespace chorus::cuda {
+namespace {
+
+constexpr int kRowMaxPositions = kAttnMaxClusterChunks * kAttnChunkTokens;
+
+// A row block's static shared memory: the group's queries (rotated, pre-scaled), the cache
+// offsets of the row's positions, each item's (max, sum) and the chunks' merge weights.
+template <int kG>
+struct RowSmem {
+  alignas(16) float q_s[kG][kAttnMaxHeadDim];
+  int64_t row_off[kRowMaxPositions];
+  float ml[kG][kAttnMaxClusterChunks][2];
+  float weights[kG][kAttnMaxClusterChunks];
+};
+
+// Dynamic shared memory of a row block for p: the K rows and the V rows of grid_chunks chunks
+// (staged_row_pitch apart), then the items' unnormalized outputs [group][grid_chunks][head_dim].
+size_t row_dynamic_bytes(const AttentionParams& p) {
+  const size_t rows = static_cast<size_t>(p.grid_chunks) * kAttnChunkTokens;
+  const size_t group = static_cast<size_t>(p.n_heads / p.n_kv_heads);
+  return 2 * rows * staged_row_pitch(p.head_dim) * sizeof(__half) +
+         group * p.grid_chunks * p.head_dim * sizeof(float);
+}
+
+template <int kG, int kP>
+__device__ __forceinline__ void attention_row_block(const DecodeAttentionParams& d) {
+  __shared__ RowSmem<kG> s;
+  extern __shared__ __align__(16) unsigned char dyn_s[];
+  const AttentionParams& p = d.attn;
+  const int kvh = blockIdx.y, row = blockIdx.z;
+  const int len = p.seq_lens[row], pos = len - 1, hd = p.head_dim;
+  const int group = p.n_heads / p.n_kv_heads;
+  const int n_chunks = (len + kAttnChunkTokens - 1) / kAttnChunkTokens;
+  const int pitch = staged_row_pitch(hd), rows_cap = p.grid_chunks * kAttnChunkTokens;
+  __half* k_s = reinterpret_cast<__half*>(dyn_s);
+  __half* v_s = k_s + rows_cap * pitch;
+  float* part_o = reinterpret_cast<float*>(v_s + rows_cap * pitch);  // [group][grid_chunks][hd]
+  const bool token_thread = threadIdx.x < kAttnThreads;                // NewToken's threads
+
+  // Nothing here depends on the kernel waited for (attention_decode.cu's file comment).
+  NewToken<kG, kP> tok;
+  for (int i = threadIdx.x; i < len; i += blockDim.x) s.row_off[i] = cache_row(p, row, kvh, i);
+  __syncthreads();
+  stage_cached_kv(p, s.row_off, len, pos, k_s, v_s);
+  if (token_thread) tok.angles(d, pos, true);
+  const int64_t kv_off = s.row_off[pos];
+  pdl_wait();
+  trace_release(d.trace);
+  pdl_trigger();
+
+  if (token_thread) {
+    tok.load(d, d.qkv + static_cast<int64_t>(row) * d.qkv_stride, kvh, true);
+    tok.store(d, s.q_s, kv_off, true);
+    tok.stage(d, k_s + pos * pitch, v_s + pos * pitch);
+  }
+  trace_phase(d.trace, 0);
+  cp_async_wait_all();
+  __syncthreads();  // queries and every K/V row staged
+  trace_phase(d.trace, 1);
+
+  // Items chunk-major, so the warps that run together read the same chunk's rows.
+  const int warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5, lane = threadIdx.x & 31;
+  for (int item = warp; item < group * n_chunks; item += n_warps) {
+    const int c = item / group, g = item - c * group;
+    const int n_pos = min(kAttnChunkTokens, len - c * kAttnChunkTokens);
+    const int first = c * kAttnChunkTokens * pitch;
+    attend_head<kP>(p, s.q_s[g], n_pos, StagedRows{k_s + first, v_s + first, pitch}, &s.ml[g][c][0],
+                    part_o + (g * p.grid_chunks + c) * hd);
+  }
+  __syncthreads();
+  trace_phase(d.trace, 2);
+
+  for (int g = warp; g < group; g += n_warps) {  // a warp per head, lane c: chunk c's weight
+    const bool has_chunk = lane < n_chunks;
+    const float w = chunk_weight(has_chunk ? s.ml[g][lane][0] : -FLT_MAX, has_chunk ? s.ml[g][lane][1] : 0.0f,
+                                 has_chunk);
+    if (has_chunk) s.weights[g][lane] = w;
+  }
+  __syncthreads();
+  trace_phase(d.trace, 3);
+  for (int slot = threadIdx.x; slot < group * hd; slot += blockDim.x) {
+    const int g = slot / hd, dim = slot - g * hd;
+    const float* po = part_o + g * p.grid_chunks * hd + dim;
+    float part[kAttnMaxClusterChunks];  // every chunk's element first, so the loads are in flight together
+#pragma unroll
+    for (int c = 0; c < kAttnMaxClusterChunks; ++c) part[c] = c < n_chunks ? po[c * hd] : 0.0f;
+    float o = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kAttnMaxClusterChunks; ++c) {
+      if (c < n_chunks) o = fmaf(part[c], s.weights[g][c], o);
+    }
+    p.out[static_cast<int64_t>(row) * p.out_stride + (kvh * group + g) * hd + dim] = __float2half_rn(o);
+  }
+}
+
+// One block per multiprocessor is what the staged rows allow at 8 chunks of head_dim 128
+// (~160 KB), so the bound is the warps, at 80 registers like the chunk blocks.
+template <int kG, int kP>
+__global__ void __launch_bounds__(kAttnRowMaxWarps * 32, 1) attention_row_kernel(const DecodeAttentionParams d) {
+  trace_entry(d.trace);
+  attention_row_block<kG, kP>(d);
+  trace_exit(d.trace);
+}
+
+using RowKernel = void (*)(DecodeAttentionParams);
+const RowKernel kRowKernels[4][3] = CHORUS_ATTENTION_VARIANTS(attention_row_kernel);
+size_t row_max_dynamic_bytes[4][3];  // per kernel: the device's block limit less its static shared memory
+
+}  // namespace
+
+void prepare_attention_row_kernels() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int device = 0, optin = 0;
+    CHORUS_CUDA_CHECK(cudaGetDevice(&device));
+    CHORUS_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    for (int gi = 0; gi < 4; ++gi) {
+      for (int pi = 0; pi < 3; ++pi) {
+        cudaFuncAttributes attr{};
+        CHORUS_CUDA_CHECK(cudaFuncGetAttributes(&attr, kRowKernels[gi][pi]));
+        const int dynamic = std::max(0, optin - static_cast<int>(attr.sharedSizeBytes));
+        CHORUS_CUDA_CHECK(
+            cudaFuncSetAttribute(kRowKernels[gi][pi], cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic));
+        row_max_dynamic_bytes[gi][pi] = static_cast<size_t>(dynamic);
+      }
+    }
+  });
+}
+
+bool launch_attention_row(const DecodeAttentionParams& d, cudaStream_t stream) {
+  const AttentionParams& p = d.attn;
+  if (p.n_rows > d.row_max_rows || p.grid_chunks > kAttnMaxClusterChunks) return false;
+  const AttentionVariant v = attention_variant(p, "decode attention");
+  prepare_attention_row_kernels();  // no-op after the first call; the backend makes that call at load
+  const size_t smem_bytes = row_dynamic_bytes(p);
+  if (smem_bytes > row_max_dynamic_bytes[v.group_index][v.pairs_index]) return false;
+  const int warps = std::clamp(d.row_warps, kAttnWarps, kAttnRowMaxWarps);  // NewToken needs kAttnThreads
+  launch_pdl(kRowKernels[v.group_index][v.pairs_index], dim3(1, p.n_kv_heads, p.n_rows), dim3(warps * 32),
+             smem_bytes, stream, d);
+  return true;
+}
+
+}  // namespace chorus::cuda
