@@ -70,7 +70,7 @@ struct DecodeAttentionParams {
   // memory); the same bits. 0: never. Shapes whose staged rows do not fit one block's shared
   // memory take the chunk blocks.
   int32_t row_max_rows = 0;
-  int32_t row_warps = 16;
+  int32_t row_warps = 0;  // 4-24; 0: chosen from the occupancy (attention_row.cu)
   TraceSpan* trace = nullptr;  // step_trace.h: stamped by every block when set
 };
 // Up to this many chunks per row (grid_chunks), a (kv head, row)'s chunk blocks form a

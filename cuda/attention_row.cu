@@ -18,6 +18,7 @@
 #include "cuda/attention_row.h"
 #include "cuda/cuda_check.h"
 #include "cuda/launch.cuh"
+#include "cuda/occupancy.h"
 #include "cuda/step_trace.cuh"
 
 namespace chorus::cuda {
@@ -128,6 +129,25 @@ using RowKernel = void (*)(DecodeAttentionParams);
 const RowKernel kRowKernels[4][3] = CHORUS_ATTENTION_VARIANTS(attention_row_kernel);
 size_t row_max_dynamic_bytes[4][3];  // per kernel: the device's block limit less its static shared memory
 
+// Warps per row block when the launch leaves the choice (row_warps 0). Where the launch's
+// blocks all run at once, the most (kAttnRowMaxWarps): a block's items are its time. Past that,
+// the most that keep as many blocks on a multiprocessor as its shared memory allows, since a
+// second resident block stages its rows while the first attends: the 1B at 32 rows (88 KB a
+// block) holds two blocks at 12 warps and one at 24 (H100: +9.8 % against +4.7 % over the
+// chunk blocks), the 8B (162 KB) one either way (perf-notes v23).
+int auto_row_warps(RowKernel kernel, int64_t n_blocks, size_t smem_bytes) {
+  const void* k = reinterpret_cast<const void*>(kernel);
+  const int fewest_threads = kAttnWarps * 32;
+  if (n_blocks <= int64_t{blocks_per_multiprocessor(k, fewest_threads, smem_bytes)} * multiprocessor_count()) {
+    return kAttnRowMaxWarps;
+  }
+  const int by_smem = blocks_per_multiprocessor(k, fewest_threads, smem_bytes);
+  for (int warps = kAttnRowMaxWarps; warps > kAttnWarps; warps -= 4) {
+    if (blocks_per_multiprocessor(k, warps * 32, smem_bytes) >= by_smem) return warps;
+  }
+  return kAttnWarps;
+}
+
 }  // namespace
 
 void prepare_attention_row_kernels() {
@@ -156,9 +176,10 @@ bool launch_attention_row(const DecodeAttentionParams& d, cudaStream_t stream) {
   prepare_attention_row_kernels();  // no-op after the first call; the backend makes that call at load
   const size_t smem_bytes = row_dynamic_bytes(p);
   if (smem_bytes > row_max_dynamic_bytes[v.group_index][v.pairs_index]) return false;
-  const int warps = std::clamp(d.row_warps, kAttnWarps, kAttnRowMaxWarps);  // NewToken needs kAttnThreads
-  launch_pdl(kRowKernels[v.group_index][v.pairs_index], dim3(1, p.n_kv_heads, p.n_rows), dim3(warps * 32),
-             smem_bytes, stream, d);
+  const RowKernel kernel = kRowKernels[v.group_index][v.pairs_index];
+  const int warps = d.row_warps > 0 ? std::clamp(d.row_warps, kAttnWarps, kAttnRowMaxWarps)  // NewToken needs kAttnThreads
+                                    : auto_row_warps(kernel, int64_t{p.n_rows} * p.n_kv_heads, smem_bytes);
+  launch_pdl(kernel, dim3(1, p.n_kv_heads, p.n_rows), dim3(warps * 32), smem_bytes, stream, d);
   return true;
 }
 

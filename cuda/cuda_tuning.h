@@ -23,9 +23,11 @@ struct CudaTuning {
   int32_t attn_chunks_per_block = 0;
   // Decode attention launches of at most this many rows (whose rows fit the cluster's chunks)
   // compute each (row, kv head) in one block of attn_row_warps warps (the row route,
-  // attention_row.cu); 0: never. Same bits either way.
-  int32_t attn_row_max_rows = 0;
-  int32_t attn_row_warps = 16;
+  // attention_row.cu; warps 0: chosen from the occupancy) instead of chunk blocks; 0: never.
+  // Same bits either way. H100, against the chunk blocks: 8B N = 1 / 8 / 32 -0.3..+1.3 /
+  // +0.2..+2 / +4 %, 1B +1..+2 / +2..+2.6 / +10 % (perf-notes v23).
+  int32_t attn_row_max_rows = 32;
+  int32_t attn_row_warps = 0;
   // Shared memory for a GEMV launch's x chunks (GemvParams::x_budget_bytes; 0: the defaults of
   // gemv.h). Smaller chunks let more blocks share a multiprocessor.
   int32_t gemv_x_budget_bytes = 0;

@@ -99,8 +99,9 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
   // rope_positions > 0: the rotations of positions [0, rope_positions) come from a table
   // (rope_table.h) built by the kernels' own function; later positions are computed.
   DeviceBuffer<float2> rope_cs(static_cast<size_t>(kMaxBlocks * kBlockTokens) * hd / 2);
-  // row_warps > 0: the row route (attention_row.cu) where the launch allows it, blocks of that many warps.
-  auto run = [&](int r0, int n, int grid_chunks, int per_block = 1, int rope_positions = 0, int row_warps = 0) {
+  // row_warps >= 0: the row route (attention_row.cu) where the launch allows it, blocks of that
+  // many warps (0: the launch's choice); -1: the chunk blocks.
+  auto run = [&](int r0, int n, int grid_chunks, int per_block = 1, int rope_positions = 0, int row_warps = -1) {
     CHORUS_CUDA_CHECK(cudaMemset(out.get(), 0xff, out.size_bytes()));
     DecodeAttentionParams d;
     d.attn.k_cache = reinterpret_cast<__half*>(dk.get());
@@ -125,7 +126,7 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
     d.rope = rope;
     d.counters = counters.get();
     d.chunks_per_block = per_block;
-    d.row_max_rows = row_warps > 0 ? kAttnMaxRowsPerLaunch : 0;
+    d.row_max_rows = row_warps >= 0 ? kAttnMaxRowsPerLaunch : 0;
     d.row_warps = row_warps;
     if (rope_positions > 0) {
       launch_rope_table(rope, rope_positions, rope_cs.get(), nullptr);
@@ -236,9 +237,9 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
   EXPECT_EQ(0, std::memcmp(short_rows.data(), got.data(), short_rows.size() * 4)) << "rows 0-4 in clusters of 8";
   EXPECT_EQ(0, std::memcmp(run(0, rows, max_chunks).data(), got.data(), got.size() * 4)) << "second launch (counters reset)";
   // The row route: one block per (row, kv head), of several warp counts (items shared unevenly
-  // among the warps at 7; more warps than items at 24), alone and together; a launch whose rows
-  // need more chunks than a cluster takes takes the chunk blocks instead.
-  for (int warps : {4, 7, 16, 24}) {
+  // among the warps at 7; more warps than items at 24; 0: the launch's choice), alone and
+  // together; a launch whose rows need more chunks than a cluster takes takes the chunk blocks.
+  for (int warps : {4, 7, 16, 24, 0}) {
     EXPECT_EQ(0, std::memcmp(run(0, 5, kAttnMaxClusterChunks, 1, 0, warps).data(), got.data(), 5 * q_dim * 4))
         << "rows 0-4 as row blocks of " << warps << " warps";
   }
