@@ -45,8 +45,10 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream);
 // token at position seq_lens[r] - 1. The block that owns the chunk holding that position
 // rotates the token's K and writes K and V into the cache before reading the chunk; every
 // block rotates its own copy of the queries; the chunk partials of each (row, kv head) are
-// merged in chunk order — inside a cluster of its chunk blocks (up to kAttnMaxClusterChunks),
-// or by the last of them to finish — and the output written. `attn.q` is unused.
+// merged in chunk order — inside one block that computed them all (the row route,
+// attention_row.cu), inside a cluster of its chunk blocks (up to kAttnMaxClusterChunks each),
+// or by the last of them to finish — and the output written; the same bits every way.
+// `attn.q` is unused.
 struct DecodeAttentionParams {
   AttentionParams attn;
   const float* qkv = nullptr;  // [n_rows][qkv_stride]: q | k | v columns, biases included
