@@ -137,11 +137,9 @@ size_t row_max_dynamic_bytes[4][3];  // per kernel: the device's block limit les
 // chunk blocks), the 8B (162 KB) one either way (perf-notes v23).
 int auto_row_warps(RowKernel kernel, int64_t n_blocks, size_t smem_bytes) {
   const void* k = reinterpret_cast<const void*>(kernel);
-  const int fewest_threads = kAttnWarps * 32;
-  if (n_blocks <= int64_t{blocks_per_multiprocessor(k, fewest_threads, smem_bytes)} * multiprocessor_count()) {
-    return kAttnRowMaxWarps;
-  }
-  const int by_smem = blocks_per_multiprocessor(k, fewest_threads, smem_bytes);
+  const int64_t at_most_warps = blocks_per_multiprocessor(k, kAttnRowMaxWarps * 32, smem_bytes);
+  if (n_blocks <= at_most_warps * multiprocessor_count()) return kAttnRowMaxWarps;
+  const int by_smem = blocks_per_multiprocessor(k, kAttnWarps * 32, smem_bytes);
   for (int warps = kAttnRowMaxWarps; warps > kAttnWarps; warps -= 4) {
     if (blocks_per_multiprocessor(k, warps * 32, smem_bytes) >= by_smem) return warps;
   }
