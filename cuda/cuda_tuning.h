@@ -25,7 +25,7 @@ struct CudaTuning {
   // compute each (row, kv head) in one block of attn_row_warps warps (the row route,
   // attention_row.cu; warps 0: chosen from the occupancy) instead of chunk blocks; 0: never.
   // Same bits either way. H100, against the chunk blocks: 8B N = 1 / 8 / 32 -0.3..+1.3 /
-  // +0.2..+2 / +4 %, 1B +1..+2 / +2..+2.6 / +10 % (perf-notes v23).
+  // +0.2..+2 / +4 %, 1B +1..+2 / +2..+2.9 / +10 % at 12 warps (perf-notes v23).
   int32_t attn_row_max_rows = 32;
   int32_t attn_row_warps = 0;
   // Shared memory for a GEMV launch's x chunks (GemvParams::x_budget_bytes; 0: the defaults of
