@@ -242,8 +242,8 @@ __device__ __forceinline__ void attend_chunk(const AttentionParams& p, ChunkSmem
 
 // The weight of lane c's chunk in a head's merged output, exp(m_c - m) / l with m the largest
 // m_c and l = sum_c l_c exp(m_c - m) (fixed butterflies over the warp; lanes past n_chunks
-// pass has_chunk false and get 0). Every merge route (merge_chunks, the cluster's, the row
-// block's) computes it this way, so a row's bits do not depend on the route.
+// pass has_chunk false and get 0). The cluster's merge and the row block's call it;
+// merge_chunks, which also takes more than 32 chunks, computes the same values in its own loop.
 __device__ __forceinline__ float chunk_weight(float mc, float lc, bool has_chunk) {
   float m = has_chunk ? mc : -FLT_MAX;
 #pragma unroll
@@ -253,6 +253,20 @@ __device__ __forceinline__ float chunk_weight(float mc, float lc, bool has_chunk
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) l += __shfl_xor_sync(0xffffffffu, l, off);
   return e * (1.0f / l);
+}
+
+// A merged output element from up to kAttnMaxClusterChunks chunks: part[c] (chunk c's
+// unnormalized element, loaded beforehand so the loads are in flight together) times its
+// weight w[c], fused multiply-adds in chunk order. The cluster's merge and the row block's
+// both end here, so a row's bits do not depend on which of them its launch takes.
+__device__ __forceinline__ float chunk_weighted_sum(const float (&part)[kAttnMaxClusterChunks], const float* w,
+                                                   int n_chunks) {
+  float o = 0.0f;
+#pragma unroll
+  for (int c = 0; c < kAttnMaxClusterChunks; ++c) {
+    if (c < n_chunks) o = fmaf(part[c], w[c], o);
+  }
+  return o;
 }
 
 // Merge of one head's n_chunks partials, in chunk order: the overall max m and 1 / l with

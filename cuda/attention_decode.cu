@@ -127,11 +127,7 @@ __device__ void cluster_merge(const AttentionParams& p, ChunkSmem<kG, kP>& s, in
     float part[kCap];  // every block's element first, so the remote loads are in flight together
 #pragma unroll
     for (int c = 0; c < kCap; ++c) part[c] = c < n_chunks ? *cluster.map_shared_rank(&s.q_s[g][dim], c) : 0.0f;
-    float o = 0.0f;
-#pragma unroll
-    for (int c = 0; c < kCap; ++c) {
-      if (c < n_chunks) o = fmaf(part[c], weights[g * kCap + c], o);
-    }
+    const float o = chunk_weighted_sum(part, weights + g * kCap, n_chunks);
     p.out[static_cast<int64_t>(row) * p.out_stride + (kvh * group + g) * hd + dim] = __float2half_rn(o);
   }
   cluster.sync();  // the other blocks' shared memory lives until every block has read it

@@ -138,8 +138,8 @@ struct NewToken {
 // written yet) into k_s / v_s (rows staged_row_pitch apart), asynchronously, every thread of
 // the block taking a share: 16-byte pieces when head_dim is a multiple of 8 (the cache rows
 // are then 16-byte aligned), else 4-byte ones.
-__device__ __forceinline__ void stage_cached_kv(const AttentionParams& p, const int64_t* row_off, int n_pos, int skip, __half* k_s,
-                                __half* v_s) {
+__device__ __forceinline__ void stage_cached_kv(const AttentionParams& p, const int64_t* row_off, int n_pos, int skip,
+                                                __half* k_s, __half* v_s) {
   const int hd = p.head_dim, pitch = staged_row_pitch(hd);
   const int piece = hd % 8 == 0 ? 8 : 2;  // halves per copy
   const int per_row = hd / piece;

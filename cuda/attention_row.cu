@@ -107,11 +107,7 @@ __device__ __forceinline__ void attention_row_block(const DecodeAttentionParams&
     float part[kAttnMaxClusterChunks];  // every chunk's element first, so the loads are in flight together
 #pragma unroll
     for (int c = 0; c < kAttnMaxClusterChunks; ++c) part[c] = c < n_chunks ? po[c * hd] : 0.0f;
-    float o = 0.0f;
-#pragma unroll
-    for (int c = 0; c < kAttnMaxClusterChunks; ++c) {
-      if (c < n_chunks) o = fmaf(part[c], s.weights[g][c], o);
-    }
+    const float o = chunk_weighted_sum(part, s.weights[g], n_chunks);
     p.out[static_cast<int64_t>(row) * p.out_stride + (kvh * group + g) * hd + dim] = __float2half_rn(o);
   }
 }
