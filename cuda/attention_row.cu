@@ -9,6 +9,8 @@
 // counters' partials round trip. What it costs: a row's K/V (131 KB at 256 positions, head_dim
 // 128) flows into one multiprocessor instead of eight, and the items share one
 // multiprocessor's issue slots and shared-memory bandwidth.
+#include <cooperative_groups.h>
+
 #include <algorithm>
 #include <cfloat>
 #include <mutex>
@@ -36,10 +38,15 @@ struct RowSmem {
   float weights[kG][kAttnMaxClusterChunks];
 };
 
-// Dynamic shared memory of a row block for p: the K rows and the V rows of grid_chunks chunks
-// (staged_row_pitch apart), then the items' unnormalized outputs [group][grid_chunks][head_dim].
-size_t row_dynamic_bytes(const AttentionParams& p) {
-  const size_t rows = static_cast<size_t>(p.grid_chunks) * kAttnChunkTokens;
+// Staged rows a block of a row split in n_parts holds: its share of grid_chunks chunks.
+__host__ __device__ constexpr int row_part_rows(int grid_chunks, int n_parts) {
+  return (grid_chunks + n_parts - 1) / n_parts * kAttnChunkTokens;
+}
+
+// Dynamic shared memory of a row block for p: the K rows and the V rows of its share of the
+// chunks (staged_row_pitch apart), then the items' unnormalized outputs [group][grid_chunks][head_dim].
+size_t row_dynamic_bytes(const AttentionParams& p, int n_parts) {
+  const size_t rows = static_cast<size_t>(row_part_rows(p.grid_chunks, n_parts));
   const size_t group = static_cast<size_t>(p.n_heads / p.n_kv_heads);
   return 2 * rows * staged_row_pitch(p.head_dim) * sizeof(__half) +
          group * p.grid_chunks * p.head_dim * sizeof(float);
@@ -50,31 +57,45 @@ __device__ __forceinline__ void attention_row_block(const DecodeAttentionParams&
   __shared__ RowSmem<kG> s;
   extern __shared__ __align__(16) unsigned char dyn_s[];
   const AttentionParams& p = d.attn;
+  const int part = blockIdx.x, n_parts = gridDim.x;  // this block's share of the row (a cluster of n_parts)
   const int kvh = blockIdx.y, row = blockIdx.z;
   const int len = p.seq_lens[row], pos = len - 1, hd = p.head_dim;
   const int group = p.n_heads / p.n_kv_heads;
   const int n_chunks = (len + kAttnChunkTokens - 1) / kAttnChunkTokens;
-  const int pitch = staged_row_pitch(hd), rows_cap = p.grid_chunks * kAttnChunkTokens;
+  const int per_part = (n_chunks + n_parts - 1) / n_parts;  // the row's own chunks, split evenly
+  const int c0 = min(n_chunks, part * per_part), c1 = min(n_chunks, c0 + per_part);  // this block's chunks
+  const int p0 = c0 * kAttnChunkTokens, n_mine = max(0, min(len, c1 * kAttnChunkTokens) - p0);  // and positions
+  const bool writes_kv = pos >= p0 && pos < p0 + n_mine;  // the new token's chunk is this block's
+  const int pitch = staged_row_pitch(hd), rows_cap = row_part_rows(p.grid_chunks, n_parts);
   __half* k_s = reinterpret_cast<__half*>(dyn_s);
   __half* v_s = k_s + rows_cap * pitch;
-  float* part_o = reinterpret_cast<float*>(v_s + rows_cap * pitch);  // [group][grid_chunks][hd]
-  const bool token_thread = threadIdx.x < kAttnThreads;                // NewToken's threads
+  // [group][grid_chunks][hd]: every chunk's partial output, in the first block's shared memory
+  // (the other block of a cluster writes its own chunks' there, like their (max, sum) in s.ml).
+  float* part_o = reinterpret_cast<float*>(v_s + rows_cap * pitch);
+  float* sink_o = part_o;
+  float(*sink_ml)[kAttnMaxClusterChunks][2] = s.ml;
+  if (n_parts > 1) {
+    namespace cg = cooperative_groups;
+    sink_o = cg::this_cluster().map_shared_rank(part_o, 0);
+    sink_ml = cg::this_cluster().map_shared_rank(s.ml, 0);
+  }
+  const bool token_thread = threadIdx.x < kAttnThreads;  // NewToken's threads
 
   // Nothing here depends on the kernel waited for (attention_decode.cu's file comment).
   NewToken<kG, kP> tok;
-  for (int i = threadIdx.x; i < len; i += blockDim.x) s.row_off[i] = cache_row(p, row, kvh, i);
+  for (int i = threadIdx.x; i < n_mine; i += blockDim.x) s.row_off[i] = cache_row(p, row, kvh, p0 + i);
   __syncthreads();
-  stage_cached_kv(p, s.row_off, len, pos, k_s, v_s);
-  if (token_thread) tok.angles(d, pos, true);
-  const int64_t kv_off = s.row_off[pos];
+  stage_cached_kv(p, s.row_off, n_mine, pos - p0, k_s, v_s);
+  if (token_thread) tok.angles(d, pos, writes_kv);
+  const int64_t kv_off = writes_kv ? s.row_off[pos - p0] : 0;
   pdl_wait();
   trace_release(d.trace);
   pdl_trigger();
 
   if (token_thread) {
-    tok.load(d, d.qkv + static_cast<int64_t>(row) * d.qkv_stride, kvh, true);
-    tok.store(d, s.q_s, kv_off, true);
-    tok.stage(d, k_s + pos * pitch, v_s + pos * pitch);
+    tok.load(d, d.qkv + static_cast<int64_t>(row) * d.qkv_stride, kvh, writes_kv);
+    tok.store(d, s.q_s, kv_off, writes_kv);
+    if (writes_kv) tok.stage(d, k_s + (pos - p0) * pitch, v_s + (pos - p0) * pitch);
   }
   trace_phase(d.trace, 0);
   cp_async_wait_all();
@@ -83,14 +104,19 @@ __device__ __forceinline__ void attention_row_block(const DecodeAttentionParams&
 
   // Items chunk-major, so the warps that run together read the same chunk's rows.
   const int warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5, lane = threadIdx.x & 31;
-  for (int item = warp; item < group * n_chunks; item += n_warps) {
-    const int c = item / group, g = item - c * group;
+  for (int item = warp; item < group * (c1 - c0); item += n_warps) {
+    const int local = item / group, g = item - local * group, c = c0 + local;
     const int n_pos = min(kAttnChunkTokens, len - c * kAttnChunkTokens);
-    const int first = c * kAttnChunkTokens * pitch;
-    attend_head<kP>(p, s.q_s[g], n_pos, StagedRows{k_s + first, v_s + first, pitch}, &s.ml[g][c][0],
-                    part_o + (g * p.grid_chunks + c) * hd);
+    const int first = local * kAttnChunkTokens * pitch;
+    attend_head<kP>(p, s.q_s[g], n_pos, StagedRows{k_s + first, v_s + first, pitch}, &sink_ml[g][c][0],
+                    sink_o + (g * p.grid_chunks + c) * hd);
   }
-  __syncthreads();
+  if (n_parts > 1) {
+    cooperative_groups::this_cluster().sync();  // every part's partials are in the first block
+    if (part != 0) return;
+  } else {
+    __syncthreads();
+  }
   trace_phase(d.trace, 2);
 
   for (int g = warp; g < group; g += n_warps) {  // a warp per head, lane c: chunk c's weight
@@ -168,12 +194,15 @@ bool launch_attention_row(const DecodeAttentionParams& d, cudaStream_t stream) {
   if (p.n_rows > d.row_max_rows || p.grid_chunks > kAttnMaxClusterChunks) return false;
   const AttentionVariant v = attention_variant(p, "decode attention");
   prepare_attention_row_kernels();  // no-op after the first call; the backend makes that call at load
-  const size_t smem_bytes = row_dynamic_bytes(p);
+  const int n_parts = p.n_rows <= d.row_split_max_rows && p.grid_chunks >= 2 ? 2 : 1;  // blocks a row
+  const size_t smem_bytes = row_dynamic_bytes(p, n_parts);
   if (smem_bytes > row_max_dynamic_bytes[v.group_index][v.pairs_index]) return false;
   const RowKernel kernel = kRowKernels[v.group_index][v.pairs_index];
+  const int64_t n_blocks = int64_t{p.n_rows} * p.n_kv_heads * n_parts;
   const int warps = d.row_warps > 0 ? std::clamp(d.row_warps, kAttnWarps, kAttnRowMaxWarps)  // NewToken needs kAttnThreads
-                                    : auto_row_warps(kernel, int64_t{p.n_rows} * p.n_kv_heads, smem_bytes);
-  launch_pdl(kernel, dim3(1, p.n_kv_heads, p.n_rows), dim3(warps * 32), smem_bytes, stream, d);
+                                    : auto_row_warps(kernel, n_blocks, smem_bytes);
+  launch_pdl_clustered(kernel, dim3(n_parts, p.n_kv_heads, p.n_rows), dim3(warps * 32), smem_bytes,
+                       dim3(n_parts, 1, 1), stream, d);
   return true;
 }
 

@@ -234,6 +234,7 @@ void CudaBackend::enqueue_attention_gemv(int32_t il, int32_t n_rows, int32_t gri
     d.chunks_per_block = tuning_.attn_chunks_per_block;
     d.row_max_rows = tuning_.attn_row_max_rows;
     d.row_warps = tuning_.attn_row_warps;
+    d.row_split_max_rows = tuning_.attn_row_split_max_rows;
     d.trace = trace_slot("attn", 0);
     launch_attention_decode(d, stream_->get());
     return;

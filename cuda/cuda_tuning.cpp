@@ -18,6 +18,7 @@ constexpr Field kFields[] = {
     {"attn_chunks_per_block", &CudaTuning::attn_chunks_per_block},
     {"attn_row_max_rows", &CudaTuning::attn_row_max_rows},
     {"attn_row_warps", &CudaTuning::attn_row_warps},
+    {"attn_row_split_max_rows", &CudaTuning::attn_row_split_max_rows},
     {"gemv_x_budget_bytes", &CudaTuning::gemv_x_budget_bytes},
     {"gemv_early_loads", &CudaTuning::gemv_early_loads},
     {"gemv_pair_max_rows", &CudaTuning::gemv_pair_max_rows},

@@ -28,6 +28,10 @@ struct CudaTuning {
   // +0.2..+2 / +4 %, 1B +1..+2 / +2..+2.9 / +10 % at 12 warps (perf-notes v23).
   int32_t attn_row_max_rows = 32;
   int32_t attn_row_warps = 0;
+  // Row-route launches of at most this many rows split each row over a cluster of 2 blocks
+  // (DecodeAttentionParams::row_split_max_rows); 0: never. Same bits either way. Not measured
+  // yet (perf-notes v23b), so off.
+  int32_t attn_row_split_max_rows = 0;
   // Shared memory for a GEMV launch's x chunks (GemvParams::x_budget_bytes; 0: the defaults of
   // gemv.h). Smaller chunks let more blocks share a multiprocessor.
   int32_t gemv_x_budget_bytes = 0;
