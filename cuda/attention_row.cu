@@ -194,7 +194,12 @@ bool launch_attention_row(const DecodeAttentionParams& d, cudaStream_t stream) {
   if (p.n_rows > d.row_max_rows || p.grid_chunks > kAttnMaxClusterChunks) return false;
   const AttentionVariant v = attention_variant(p, "decode attention");
   prepare_attention_row_kernels();  // no-op after the first call; the backend makes that call at load
-  const int n_parts = p.n_rows <= d.row_split_max_rows && p.grid_chunks >= 2 ? 2 : 1;  // blocks a row
+  // Blocks a row: two where asked and where the split blocks still get a multiprocessor each.
+  // A row block's items bind on its multiprocessor's issue (perf-notes v23); two blocks sharing
+  // one would split nothing but add the cluster barrier.
+  const bool split = p.n_rows <= d.row_split_max_rows && p.grid_chunks >= 2 &&
+                     int64_t{2} * p.n_rows * p.n_kv_heads <= multiprocessor_count();
+  const int n_parts = split ? 2 : 1;
   const size_t smem_bytes = row_dynamic_bytes(p, n_parts);
   if (smem_bytes > row_max_dynamic_bytes[v.group_index][v.pairs_index]) return false;
   const RowKernel kernel = kRowKernels[v.group_index][v.pairs_index];
