@@ -73,10 +73,12 @@ struct DecodeAttentionParams {
   // memory take the chunk blocks.
   int32_t row_max_rows = 0;
   int32_t row_warps = 0;  // 4-24; 0: chosen from the occupancy (attention_row.cu)
-  // Row-route launches of at most this many rows split each row's chunks over a cluster of 2
-  // blocks, which merge in the first one's shared memory (half the items a multiprocessor, for
-  // one cluster barrier); the same bits. 0: never.
+  // Row-route launches of at most this many rows split each row's chunks over a cluster of
+  // row_split_parts blocks (2 or 4; fewer where the launch's blocks would not get a
+  // multiprocessor each), which merge in the first one's shared memory (1 / parts of the items
+  // a multiprocessor, for one cluster barrier); the same bits. 0: never.
   int32_t row_split_max_rows = 0;
+  int32_t row_split_parts = 2;
   TraceSpan* trace = nullptr;  // step_trace.h: stamped by every block when set
 };
 // Up to this many chunks per row (grid_chunks), a (kv head, row)'s chunk blocks form a

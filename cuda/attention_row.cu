@@ -27,6 +27,7 @@ namespace chorus::cuda {
 namespace {
 
 constexpr int kRowMaxPositions = kAttnMaxClusterChunks * kAttnChunkTokens;
+constexpr int kAttnMaxRowParts = 4;  // blocks a split row (a cluster): each keeps >= 2 of the 8 chunks
 
 // A row block's static shared memory: the group's queries (rotated, pre-scaled), the cache
 // offsets of the row's positions, each item's (max, sum) and the chunks' merge weights.
@@ -194,12 +195,18 @@ bool launch_attention_row(const DecodeAttentionParams& d, cudaStream_t stream) {
   if (p.n_rows > d.row_max_rows || p.grid_chunks > kAttnMaxClusterChunks) return false;
   const AttentionVariant v = attention_variant(p, "decode attention");
   prepare_attention_row_kernels();  // no-op after the first call; the backend makes that call at load
-  // Blocks a row: two where asked and where the split blocks still get a multiprocessor each.
-  // A row block's items bind on its multiprocessor's issue (perf-notes v23); two blocks sharing
-  // one would split nothing but add the cluster barrier.
-  const bool split = p.n_rows <= d.row_split_max_rows && p.grid_chunks >= 2 &&
-                     int64_t{2} * p.n_rows * p.n_kv_heads <= multiprocessor_count();
-  const int n_parts = split ? 2 : 1;
+  // Blocks a row: the most of row_split_parts, halved, that the launch's chunks allow and that
+  // still give each block a multiprocessor. A row block's items bind on its multiprocessor's
+  // issue (perf-notes v23); blocks sharing one would split nothing but add the cluster barrier.
+  int n_parts = 1;
+  if (p.n_rows <= d.row_split_max_rows) {
+    for (int parts = std::min(d.row_split_parts, kAttnMaxRowParts); parts >= 2; parts /= 2) {
+      if (parts <= p.grid_chunks && int64_t{parts} * p.n_rows * p.n_kv_heads <= multiprocessor_count()) {
+        n_parts = parts;
+        break;
+      }
+    }
+  }
   const size_t smem_bytes = row_dynamic_bytes(p, n_parts);
   if (smem_bytes > row_max_dynamic_bytes[v.group_index][v.pairs_index]) return false;
   const RowKernel kernel = kRowKernels[v.group_index][v.pairs_index];

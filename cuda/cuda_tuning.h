@@ -33,6 +33,8 @@ struct CudaTuning {
   // multiprocessor; 0: never. Same bits either way. H100, against 0 in the same build: 8B
   // N = 1 / 8 +1.8 / +1.7 %, 1B +1.5 / -0.7 % (perf-notes v23b).
   int32_t attn_row_split_max_rows = 8;
+  // Blocks a split row takes at most (2 or 4; DecodeAttentionParams::row_split_parts).
+  int32_t attn_row_split_parts = 2;
   // Shared memory for a GEMV launch's x chunks (GemvParams::x_budget_bytes; 0: the defaults of
   // gemv.h). Smaller chunks let more blocks share a multiprocessor.
   int32_t gemv_x_budget_bytes = 0;

@@ -35,6 +35,8 @@ TEST(CudaTuningText, FormatParsesBackToTheSameSetting) {
   a.attn_chunks_per_block = 5;
   a.attn_row_max_rows = 7;
   a.attn_row_warps = 12;
+  a.attn_row_split_max_rows = 2;
+  a.attn_row_split_parts = 4;
   a.gemv_x_budget_bytes = 16384;
   a.gemv_early_loads = 1;
   a.gemv_pair_max_rows = 9;
@@ -51,6 +53,8 @@ TEST(CudaTuningText, FormatParsesBackToTheSameSetting) {
   EXPECT_EQ(b->norm_pass_min_rows, 1);
   EXPECT_EQ(b->attn_row_max_rows, 7);
   EXPECT_EQ(b->attn_row_warps, 12);
+  EXPECT_EQ(b->attn_row_split_max_rows, 2);
+  EXPECT_EQ(b->attn_row_split_parts, 4);
 }
 
 TEST(CudaTuningText, BadInputIsAnErrorThatNamesIt) {
