@@ -157,11 +157,6 @@ enum GemvEarly : int32_t {
   // them in split order (the same bits as the cluster barrier route, which reads them remotely
   // between two cluster barriers).
   kGemvEarlyPush = 2,
-  // Not a load: the launch lets the next one's blocks start (pdl_trigger) only once its own
-  // tiles are multiplied, not right after its wait. The next launch's weight prefetch then no
-  // longer runs beside this launch's split pushes and epilogue (the 1B's output product: tiles
-  // done ~3 us after its release, its splits summed only ~6 us after; perf-notes v25). Same bits.
-  kGemvLateTrigger = 8,
 };
 
 struct GemvParams {

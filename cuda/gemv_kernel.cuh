@@ -267,13 +267,6 @@ __device__ __forceinline__ void issue_x_tile(const GemvParams& p, uint8_t* dst, 
   tma_load_3d(dst, &p.x_map, 0, tile * 4, 0, bar);
 }
 
-// kGemvLateTrigger: launches of one column group let the next launch start only after their
-// tiles (gemv.h says why one would).
-template <int kNT>
-__device__ __forceinline__ bool gemv_trigger_late(const GemvParams& p) {
-  return kNT == 1 && (p.early_loads & kGemvLateTrigger) != 0;
-}
-
 // A warp's weight stage for its tile i (i >= 0) and the phase parity of that use. Unsigned, so
 // that the modulo and division by the compile-time stage count are a mask and a shift (or a
 // multiply-high): on int they were ~8 instructions a tile for the sign fix-ups.
@@ -351,9 +344,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
   if (p.x_tma) __syncthreads();  // every thread waits on the x barriers: initialized for all
   pdl_wait();
   trace_release(p.trace);
-  // The next launch's blocks may start (and stream their weights) from here, or, with
-  // kGemvLateTrigger, once this block's tiles are multiplied (gemv_trigger_late).
-  if (!gemv_trigger_late<kNT>(p)) pdl_trigger();
+  pdl_trigger();
   // kGemvEarlyResidual: launch_nt sets the offset where this applies (one column group, a
   // residual output, the splits added in a cluster or a single split).
   float* old_s = nullptr;
@@ -420,7 +411,6 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
           phase ^= 1u;
         }
       }
-      if (gemv_trigger_late<kNT>(p)) pdl_trigger();
       trace_phase(p.trace, 2);
       gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s, nullptr, smem);
       return;
@@ -492,7 +482,6 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
       if (lane == 0 && i + S::kStages < n_my) issue_tile<kType, kNT>(bars, stages, w_src, i + S::kStages);
     }
   }
-  if (gemv_trigger_late<kNT>(p)) pdl_trigger();
   trace_phase(p.trace, 2);
   gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s, old_s, smem);
 }
