@@ -8,7 +8,10 @@
 // ~1.5 us at the first barrier and ~1.5 us of merge after it, 8B N = 1), and at 32 rows the
 // counters' partials round trip. What it costs: a row's K/V (131 KB at 256 positions, head_dim
 // 128) flows into one multiprocessor instead of eight, and the items share one
-// multiprocessor's issue slots and shared-memory bandwidth.
+// multiprocessor's issue slots and shared-memory bandwidth. So at few rows a row may be split
+// over a cluster of 2 or 4 blocks (row_split_*, perf-notes v23b): each stages and attends its
+// share of the row's chunks and writes the partials into the first block's shared memory, which
+// merges them as before after one cluster barrier.
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -71,7 +74,7 @@ __device__ __forceinline__ void attention_row_block(const DecodeAttentionParams&
   __half* k_s = reinterpret_cast<__half*>(dyn_s);
   __half* v_s = k_s + rows_cap * pitch;
   // [group][grid_chunks][hd]: every chunk's partial output, in the first block's shared memory
-  // (the other block of a cluster writes its own chunks' there, like their (max, sum) in s.ml).
+  // (the other blocks of a cluster write their chunks' there, like their (max, sum) in s.ml).
   float* part_o = reinterpret_cast<float*>(v_s + rows_cap * pitch);
   float* sink_o = part_o;
   float(*sink_ml)[kAttnMaxClusterChunks][2] = s.ml;

@@ -28,12 +28,12 @@ struct CudaTuning {
   // +0.2..+2 / +4 %, 1B +1..+2 / +2..+2.9 / +10 % at 12 warps (perf-notes v23).
   int32_t attn_row_max_rows = 32;
   int32_t attn_row_warps = 0;
-  // Row-route launches of at most this many rows split each row over a cluster of 2 blocks
-  // (DecodeAttentionParams::row_split_max_rows) where the split blocks fit one a
-  // multiprocessor; 0: never. Same bits either way. H100, against 0 in the same build: 8B
-  // N = 1 / 8 +1.8 / +1.7 %, 1B +1.5 / -0.7 % (perf-notes v23b).
+  // Row-route launches of at most this many rows split each row over a cluster of
+  // attn_row_split_parts blocks (DecodeAttentionParams::row_split_*) where the split blocks fit
+  // one a multiprocessor; 0: never. Same bits either way. H100, against 0 in the same build,
+  // two runs: 8B N = 1 / 8 +1.0..1.8 / +1.7..1.9 %, 1B +1.5..2.3 / -0.4..-0.7 % (perf-notes v23b).
   int32_t attn_row_split_max_rows = 8;
-  // Blocks a split row takes at most (2 or 4; DecodeAttentionParams::row_split_parts).
+  // Blocks a split row takes at most (2 or 4). 4 measured no faster than 2 (perf-notes v23d).
   int32_t attn_row_split_parts = 2;
   // Shared memory for a GEMV launch's x chunks (GemvParams::x_budget_bytes; 0: the defaults of
   // gemv.h). Smaller chunks let more blocks share a multiprocessor.
