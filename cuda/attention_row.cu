@@ -198,13 +198,15 @@ bool launch_attention_row(const DecodeAttentionParams& d, cudaStream_t stream) {
   if (p.n_rows > d.row_max_rows || p.grid_chunks > kAttnMaxClusterChunks) return false;
   const AttentionVariant v = attention_variant(p, "decode attention");
   prepare_attention_row_kernels();  // no-op after the first call; the backend makes that call at load
-  // Blocks a row: the most of row_split_parts, halved, that the launch's chunks allow and that
-  // still give each block a multiprocessor. A row block's items bind on its multiprocessor's
-  // issue (perf-notes v23); blocks sharing one would split nothing but add the cluster barrier.
+  // Blocks a row: the largest power of two up to row_split_parts that the launch's chunks allow
+  // and that still gives each block a multiprocessor (the counts the attention test covers). A
+  // row block's items bind on its multiprocessor's issue (perf-notes v23); blocks sharing one
+  // would split nothing but add the cluster barrier.
   int n_parts = 1;
   if (p.n_rows <= d.row_split_max_rows) {
-    for (int parts = std::min(d.row_split_parts, kAttnMaxRowParts); parts >= 2; parts /= 2) {
-      if (parts <= p.grid_chunks && int64_t{parts} * p.n_rows * p.n_kv_heads <= multiprocessor_count()) {
+    for (int parts = kAttnMaxRowParts; parts >= 2; parts /= 2) {
+      if (parts <= d.row_split_parts && parts <= p.grid_chunks &&
+          int64_t{parts} * p.n_rows * p.n_kv_heads <= multiprocessor_count()) {
         n_parts = parts;
         break;
       }
