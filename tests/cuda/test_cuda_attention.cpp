@@ -269,8 +269,8 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
     std::vector<uint16_t> k_row(cache_elems), v_row(cache_elems);
     CHORUS_CUDA_CHECK(cudaMemcpy(k_row.data(), dk.get(), dk.size_bytes(), cudaMemcpyDeviceToHost));
     CHORUS_CUDA_CHECK(cudaMemcpy(v_row.data(), dv.get(), dv.size_bytes(), cudaMemcpyDeviceToHost));
-    EXPECT_EQ(0, std::memcmp(k_row.data(), k_after.data(), k_row.size() * 2)) << "K written by the row blocks" << split;
-    EXPECT_EQ(0, std::memcmp(v_row.data(), v_after.data(), v_row.size() * 2)) << "V written by the row blocks" << split;
+    EXPECT_EQ(0, std::memcmp(k_row.data(), k_after.data(), k_row.size() * 2)) << "K written by the row blocks, split " << split;
+    EXPECT_EQ(0, std::memcmp(v_row.data(), v_after.data(), v_row.size() * 2)) << "V written by the row blocks, split " << split;
   }
   // Several chunks per block (a block whose first chunk holds the new token, blocks with fewer
   // chunks than the others, rows shorter than a block, a row in one block), and the launch's
