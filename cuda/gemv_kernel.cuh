@@ -54,10 +54,7 @@ struct GemvShape {
   // or a ring's full and sums barriers and its release counters), padded.
   static constexpr int kBarBytes = (kWarps * kStages * 8 + kGemvMaxRingBufs * (8 + 8 + 4) + 127) / 128 * 128;
   static constexpr int kWBytes = kWarps * kStages * kWarpTile;
-  // <= 128 registers: 8 warps, and one row tile of records up to 256 bytes (4 blocks of 4 warps
-  // a multiprocessor; left free, ptxas took 160 for Q4_K once a normalized input's first batch
-  // was loaded before 1 / rms, v26).
-  static constexpr int kMinBlocks = kWarps > kGemvWarps ? 2 : (kNT == 1 && kWarpTile <= 4096 ? 4 : 1);
+  static constexpr int kMinBlocks = kWarps > kGemvWarps ? 2 : 1;  // 8 warps: <= 128 registers
   // Q4_K past one column group: the block computes each tile's sub-block sums once
   // (gemv_q4k_exact.cuh) into the x region after the tiles: [2 chunk buffers][chunk tile] or
   // [ring buffer], then [column group][lane] fragments.
@@ -134,12 +131,13 @@ struct XItems {
   }
 };
 
-// Stages the items of a chunk (tiles from tile0; layout above) from `it` on, zeros for rows in
-// [M, x_rows). Each thread loads up to 4 vectors before storing any, so a round costs one memory
-// latency, not four.
-__device__ inline void stage_x_items(const GemvParams& p, const float* rstd, uint8_t* xs, int tile0, XItems it) {
+// Stages tiles [tile0, tile0 + n_tiles) of every row's activations (layout above), zeros for
+// rows in [M, x_rows). Each thread loads up to 4 vectors before storing any, so a round costs
+// one memory latency, not four.
+__device__ inline void stage_x(const GemvParams& p, const float* rstd, uint8_t* xs, int tile0, int n_tiles) {
   constexpr int kBatch = 4;
   const int lane = threadIdx.x & 31, x_rows = gemv_x_rows(p.n_seqs), tile_stride = gemv_x_tile_stride(p.n_seqs, false);
+  XItems it(n_tiles);
   while (it.n < x_rows) {
     uint4 val[kBatch];
     int dst[kBatch];
@@ -160,12 +158,6 @@ __device__ inline void stage_x_items(const GemvParams& p, const float* rstd, uin
       if (dst[j] >= 0) *reinterpret_cast<uint4*>(xs + dst[j]) = val[j];
     }
   }
-}
-
-// Stages tiles [tile0, tile0 + n_tiles) of every row's activations.
-__device__ inline void stage_x(const GemvParams& p, const float* rstd, uint8_t* xs, int tile0, int n_tiles) {
-  XItems it(n_tiles);
-  stage_x_items(p, rstd, xs, tile0, it);
 }
 
 // A residual output's rows [row0, row0 + 64) of every sequence into old_s[n][64], by 16-byte
@@ -220,48 +212,6 @@ __device__ inline void load_rstd(const GemvParams& p, float* rstd) {
     if (lane == 0) rstd[n] = r;
   }
   __syncthreads();
-}
-
-// A normalized input's first vector of each thread (kNT = 1): its norm weights are constants,
-// so they are loaded before pdl_wait, behind the weight tiles, and kept for stage_x_norm_first.
-// `it` is the chunk's items after that vector. An empty shell elsewhere.
-template <bool kOn>
-struct NormFirst {
-  __device__ NormFirst(const GemvParams&, int, int) {}
-};
-template <>
-struct NormFirst<true> {
-  XItems it;
-  int dst = -1, row = 0, k = 0;
-  float w[8];
-  __device__ NormFirst(const GemvParams& p, int tile0, int n_tiles) : it(n_tiles) {
-    if (p.in.kind != GemvIn::NormF32 || it.n >= gemv_x_rows(p.n_seqs)) return;
-    const int lane = threadIdx.x & 31;
-    row = it.n;
-    k = (tile0 + it.tile) * kTileElems + lane * 8;
-    dst = it.dst(gemv_x_tile_stride(p.n_seqs, false), lane);
-    if (row < p.n_seqs) load_norm_w8(p.in, k, p.mats.k_elems, w);
-    it.next();
-  }
-};
-
-// A normalized input's first chunk, with the rows' 1 / rms (load_rstd) on the way. Each thread
-// loads its first vector's residual before the sums of squares are read, so that the two L2
-// round trips overlap instead of following each other across the block barrier (perf-notes
-// v26). Only that vector is held as raw floats (its weights from before the wait); the rest of
-// the chunk goes through stage_x_items, whose loop keeps its registers (v20a: raw floats in
-// every batch of the loop cost the kNT = 1 kernels 46 registers). The same functions round, so
-// the same bits. Every thread of the block calls it (load_rstd's barrier).
-__device__ inline void stage_x_norm_first(const GemvParams& p, float* rstd, uint8_t* xs, int tile0,
-                                          const NormFirst<true>& f) {
-  float x[8];
-  if (f.dst >= 0 && f.row < p.n_seqs) load_resid8(p.in, f.row, f.k, p.mats.k_elems, x);
-  load_rstd(p, rstd);
-  if (f.dst >= 0) {
-    const uint4 v = f.row < p.n_seqs ? norm8_to_half(x, f.w, rstd[f.row]) : make_uint4(0u, 0u, 0u, 0u);
-    *reinterpret_cast<uint4*>(xs + f.dst) = v;
-  }
-  stage_x_items(p, rstd, xs, tile0, f.it);
 }
 
 // One tile of the warp's 16 rows against every activation row: lane (g, t) dequantizes part t
@@ -392,7 +342,6 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
     for (int i = 0; i < S::kStages && i < n_my; ++i) issue_tile<kType, kNT>(bars, stages, w_src, i);
   }
   if (p.x_tma) __syncthreads();  // every thread waits on the x barriers: initialized for all
-  const NormFirst<kNT == 1> norm_first(p, tile_begin, max(1, min(p.x_chunk_tiles, n_my)));
   pdl_wait();
   trace_release(p.trace);
   pdl_trigger();
@@ -405,10 +354,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
       prefetch_residual(p, br, old_s);
     }
   }
-
-  if constexpr (kNT > 1) {
-    if (p.in.kind == GemvIn::NormF32) load_rstd(p, rstd_s);  // kNT = 1: stage_x_norm_first
-  }
+  if (p.in.kind == GemvIn::NormF32) load_rstd(p, rstd_s);
 
   float acc[kNT][4];
 #pragma unroll
@@ -516,15 +462,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
       if (c0 + chunk < n_my) stage_async(ci + 1, tile_begin + c0 + chunk, min(chunk, n_my - c0 - chunk));
     } else {
       if (c0 > 0) __syncthreads();  // every warp is done with the previous chunk
-      if constexpr (kNT == 1) {
-        if (ci == 0 && p.in.kind == GemvIn::NormF32) {
-          stage_x_norm_first(p, rstd_s, xc, tile_begin, norm_first);  // 1 / rms too: nothing reads it before
-        } else {
-          stage_x(p, rstd_s, xc, tile_begin + c0, n_chunk);
-        }
-      } else {
-        stage_x(p, rstd_s, xc, tile_begin + c0, n_chunk);
-      }
+      stage_x(p, rstd_s, xc, tile_begin + c0, n_chunk);
       __syncthreads();
       if (ci == 0) trace_phase(p.trace, 0);
       if constexpr (S::kBlockXsum) {

@@ -26,36 +26,23 @@ __device__ __forceinline__ float row_rstd_from_ss(const float* ss, int n_cols, f
 // One normalized element, rounded to f16 as the GEMV consumes it.
 __device__ __forceinline__ __half norm_to_half(float x, float rstd, float w) { return __float2half_rn(x * rstd * w); }
 
-// The norm weights of columns [k, k + 8) (zeros past n_cols): constants, so a caller may load
-// them before the previous kernel's results are visible.
-__device__ __forceinline__ void load_norm_w8(const GemvInput& in, int k, int n_cols, float (&w)[8]) {
-  if (k + 8 <= n_cols) {
+// Residual row n's columns [k, k + 8) and their norm weights from a NormF32 input (zeros past
+// n_cols). Split from the conversion so a caller can issue these loads before 1 / rms is known.
+__device__ __forceinline__ void load_norm8(const GemvInput& in, int n, int k, int n_cols, float (&x)[8], float (&w)[8]) {
+  const float* src = in.resid + static_cast<int64_t>(n) * in.resid_stride + k;
+  if (k + 8 <= n_cols && in.resid_stride % 4 == 0) {
+    const float4 a = *reinterpret_cast<const float4*>(src), b = *reinterpret_cast<const float4*>(src + 4);
     const float4 wa = *reinterpret_cast<const float4*>(in.norm_w + k);
     const float4 wb = *reinterpret_cast<const float4*>(in.norm_w + k + 4);
+    x[0] = a.x; x[1] = a.y; x[2] = a.z; x[3] = a.w; x[4] = b.x; x[5] = b.y; x[6] = b.z; x[7] = b.w;
     w[0] = wa.x; w[1] = wa.y; w[2] = wa.z; w[3] = wa.w; w[4] = wb.x; w[5] = wb.y; w[6] = wb.z; w[7] = wb.w;
     return;
   }
 #pragma unroll
-  for (int j = 0; j < 8; ++j) w[j] = k + j < n_cols ? in.norm_w[k + j] : 0.0f;
-}
-
-// Residual row n's columns [k, k + 8) (zeros past n_cols).
-__device__ __forceinline__ void load_resid8(const GemvInput& in, int n, int k, int n_cols, float (&x)[8]) {
-  const float* src = in.resid + static_cast<int64_t>(n) * in.resid_stride + k;
-  if (k + 8 <= n_cols && in.resid_stride % 4 == 0) {
-    const float4 a = *reinterpret_cast<const float4*>(src), b = *reinterpret_cast<const float4*>(src + 4);
-    x[0] = a.x; x[1] = a.y; x[2] = a.z; x[3] = a.w; x[4] = b.x; x[5] = b.y; x[6] = b.z; x[7] = b.w;
-    return;
+  for (int j = 0; j < 8; ++j) {
+    x[j] = k + j < n_cols ? src[j] : 0.0f;
+    w[j] = k + j < n_cols ? in.norm_w[k + j] : 0.0f;
   }
-#pragma unroll
-  for (int j = 0; j < 8; ++j) x[j] = k + j < n_cols ? src[j] : 0.0f;
-}
-
-// Both of the above. Split from the conversion so a caller can issue these loads before 1 / rms
-// is known.
-__device__ __forceinline__ void load_norm8(const GemvInput& in, int n, int k, int n_cols, float (&x)[8], float (&w)[8]) {
-  load_resid8(in, n, k, n_cols, x);
-  load_norm_w8(in, k, n_cols, w);
 }
 
 // The 8 normalized f16 values (a zero column stays +0: rstd is finite, eps > 0).
