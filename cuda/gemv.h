@@ -157,13 +157,6 @@ enum GemvEarly : int32_t {
   // them in split order (the same bits as the cluster barrier route, which reads them remotely
   // between two cluster barriers).
   kGemvEarlyPush = 2,
-  // Bits 4-6, a count (0: all of them): the weight stages a launch with a normalized input
-  // requests before pdl_wait, the rest once its first x chunk is staged. Such a launch follows
-  // the output or the down product, whose split sums travel by pushes into its
-  // multiprocessors' shared memory while this launch's prefetch lands there (perf-notes v25,
-  // v26, v27).
-  kGemvEarlyStagesShift = 4,
-  kGemvEarlyStagesMask = 7 << kGemvEarlyStagesShift,
 };
 
 struct GemvParams {

@@ -338,11 +338,8 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
   if constexpr (kNT == 1) {
     if (p.push_smem_offset > 0) cluster_arrive_release();
   }
-  // Stages before the wait: all, or fewer for a normalized input (kGemvEarlyStagesMask).
-  const int n_early_stages = (p.early_loads & kGemvEarlyStagesMask) >> kGemvEarlyStagesShift;
-  const int n_pre = p.in.kind == GemvIn::NormF32 && n_early_stages > 0 ? min(n_early_stages, S::kStages) : S::kStages;
   if (warp_active && lane == 0) {
-    for (int i = 0; i < n_pre && i < n_my; ++i) issue_tile<kType, kNT>(bars, stages, w_src, i);
+    for (int i = 0; i < S::kStages && i < n_my; ++i) issue_tile<kType, kNT>(bars, stages, w_src, i);
   }
   if (p.x_tma) __syncthreads();  // every thread waits on the x barriers: initialized for all
   pdl_wait();
@@ -466,11 +463,6 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
     } else {
       if (c0 > 0) __syncthreads();  // every warp is done with the previous chunk
       stage_x(p, rstd_s, xc, tile_begin + c0, n_chunk);
-      // The stages held back (kGemvEarlyStagesMask), requested once this thread's x loads have
-      // returned: issued right after the wait, they delayed those loads by ~2-3 us (v27's trace).
-      if (ci == 0 && n_pre < S::kStages && warp_active && lane == 0) {
-        for (int i = n_pre; i < S::kStages && i < n_my; ++i) issue_tile<kType, kNT>(bars, stages, w_src, i);
-      }
       __syncthreads();
       if (ci == 0) trace_phase(p.trace, 0);
       if constexpr (S::kBlockXsum) {
