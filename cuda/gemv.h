@@ -33,8 +33,8 @@ inline constexpr int kGemvMaxSeqs = 32;
 inline constexpr int kGemvMaxMats = 3;
 inline constexpr int kGemvWarps = 4;
 // Output unit of the fused epilogues: SwiGLU pairs, sums of squares and the logits' argmax
-// are per 64 rows. A block computes one (4 warps x 16 rows) or two such units (4 warps x 2 row
-// groups, for more than 8 activation rows and records up to 256 bytes: GemvShape).
+// are per 64 rows. A block computes one (4 warps x 16 rows) or two such units (8 warps, for
+// more than 8 activation rows and records up to 256 bytes: GemvShape).
 inline constexpr int kGemvRowsPerBlock = 64;
 inline constexpr int kNormGroup = 64;         // columns per sum-of-squares partial
 // Activations staged in shared memory per launch: one tile of one row takes 512 bytes (256

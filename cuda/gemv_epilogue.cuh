@@ -47,22 +47,18 @@ __device__ __forceinline__ BlockRows locate_block(const GemvMats& m, int first, 
 }
 
 // Calls f(seq, local_row, value) for every valid accumulator of this lane: the mma C layout
-// puts (row g, cols 2t, 2t+1) in c[0..1] and (row g+8, same cols) in c[2..3]; acc[rg * kNT + nt]
-// holds the warp's row group rg (of kRG) against column group nt.
-template <int kNT, int kRG, typename F>
+// puts (row g, cols 2t, 2t+1) in c[0..1] and (row g+8, same cols) in c[2..3].
+template <int kNT, typename F>
 __device__ __forceinline__ void for_each_acc(const BlockRows& br, int n_seqs, int warp, int lane,
-                                             const float (&acc)[kRG * kNT][4], F&& f) {
+                                             const float (&acc)[kNT][4], F&& f) {
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
-  for (int rg = 0; rg < kRG; ++rg) {
+  for (int nt = 0; nt < kNT; ++nt) {
 #pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int n = nt * 8 + 2 * t + (j & 1);
-        const int r = (warp * kRG + rg) * 16 + g + (j >> 1) * 8;
-        if (n < n_seqs && br.row0 + r < br.n_rows) f(n, r, acc[rg * kNT + nt][j]);
-      }
+    for (int j = 0; j < 4; ++j) {
+      const int n = nt * 8 + 2 * t + (j & 1);
+      const int r = warp * 16 + g + (j >> 1) * 8;
+      if (n < n_seqs && br.row0 + r < br.n_rows) f(n, r, acc[nt][j]);
     }
   }
 }
@@ -75,7 +71,7 @@ __device__ __forceinline__ void for_each_acc(const BlockRows& br, int n_seqs, in
 __device__ inline void epilogue_residual(const GemvParams& p, const BlockRows& br, float* vals, int vals_stride,
                                          const float* old_s) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  constexpr int kBatch = 8;  // 32 rows x 64 over 128 threads: two rounds of loads
+  constexpr int kBatch = 4;
   const int total = p.n_seqs * kGemvRowsPerBlock;
   for (int e0 = threadIdx.x; e0 < total; e0 += kBatch * blockDim.x) {
     float old[kBatch];
@@ -199,12 +195,12 @@ __device__ inline bool gather_splits(const GemvParams& p, const BlockRows& br, f
 // The same sums inside a thread-block cluster of the row block's n_splits blocks: each block
 // leaves its accumulators in its own shared memory, the rank-0 block (split 0) adds all of them
 // in split order through distributed shared memory. True in that block, which goes on.
-template <int kNT, int kRG, int kRows>
-__device__ inline bool cluster_splits(const GemvParams& p, const BlockRows& br, const float (&acc)[kRG * kNT][4],
+template <int kNT, int kRows>
+__device__ inline bool cluster_splits(const GemvParams& p, const BlockRows& br, const float (&acc)[kNT][4],
                                       float* vals) {
   namespace cg = cooperative_groups;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  for_each_acc<kNT, kRG>(br, p.n_seqs, warp, lane, acc, [&](int n, int r, float v) { vals[n * kRows + r] = v; });
+  for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc, [&](int n, int r, float v) { vals[n * kRows + r] = v; });
   cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();  // every split's accumulators are in place
   const bool lead = cluster.block_rank() == 0;
@@ -212,28 +208,16 @@ __device__ inline bool cluster_splits(const GemvParams& p, const BlockRows& br, 
     const float* src[kGemvMaxClusterSplits];
 #pragma unroll
     for (int k = 0; k < kGemvMaxClusterSplits; ++k) src[k] = cluster.map_shared_rank(vals, k < p.split.n_splits ? k : 0);
-    // kBatch elements a round, every split's loads issued before any sum is stored (a store to
-    // vals could alias the next element's loads, which would make each element a round trip).
-    constexpr int kBatch = 4;
-    const int total = p.n_seqs * kRows;
-    for (int e0 = threadIdx.x; e0 < total; e0 += kBatch * blockDim.x) {
-      float part[kBatch][kGemvMaxClusterSplits];
+    for (int e = threadIdx.x; e < p.n_seqs * kRows; e += blockDim.x) {
+      float part[kGemvMaxClusterSplits];
 #pragma unroll
-      for (int j = 0; j < kBatch; ++j) {
-        const int e = e0 + j * blockDim.x;
+      for (int k = 0; k < kGemvMaxClusterSplits; ++k) part[k] = k < p.split.n_splits ? src[k][e] : 0.0f;
+      float s = 0.0f;
 #pragma unroll
-        for (int k = 0; k < kGemvMaxClusterSplits; ++k) part[j][k] = k < p.split.n_splits && e < total ? src[k][e] : 0.0f;
+      for (int k = 0; k < kGemvMaxClusterSplits; ++k) {
+        if (k < p.split.n_splits) s += part[k];
       }
-#pragma unroll
-      for (int j = 0; j < kBatch; ++j) {
-        const int e = e0 + j * blockDim.x;
-        float s = 0.0f;
-#pragma unroll
-        for (int k = 0; k < kGemvMaxClusterSplits; ++k) {
-          if (k < p.split.n_splits) s += part[j][k];
-        }
-        if (e < total) vals[e] = s;  // only this thread reads element e, of every block
-      }
+      vals[e] = s;  // only this thread reads element e, of every block
     }
   }
   cluster.sync();  // the other blocks' shared memory lives until the lead has read it
@@ -249,7 +233,7 @@ __device__ inline bool cluster_splits(const GemvParams& p, const BlockRows& br, 
 // (gemv_block), so the wait here only confirms the barrier is initialized.
 template <int kNT, int kRows>
 __device__ inline bool push_splits(const GemvParams& p, const BlockRows& br, const float (&acc)[kNT][4], float* vals,
-                                   uint8_t* smem) {  // one row group a warp (kNT == 1)
+                                   uint8_t* smem) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   uint64_t* bar = reinterpret_cast<uint64_t*>(smem + p.push_smem_offset);
   float* recv = reinterpret_cast<float*>(smem + p.push_smem_offset + 16);
@@ -258,13 +242,13 @@ __device__ inline bool push_splits(const GemvParams& p, const BlockRows& br, con
   cluster_wait_acquire();
   if (split > 0) {
     const uint32_t dst = cluster_map(recv + (split - 1) * area, 0);
-    for_each_acc<kNT, 1>(br, p.n_seqs, warp, lane, acc,
+    for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc,
                       [&](int n, int r, float v) { st_cluster_f32(dst + 4u * static_cast<uint32_t>(n * kRows + r), v); });
     __syncwarp();
     if (lane == 0) remote_arrive_release(cluster_map(bar, 0));
     return false;
   }
-  for_each_acc<kNT, 1>(br, p.n_seqs, warp, lane, acc, [&](int n, int r, float v) { vals[n * kRows + r] = v; });
+  for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc, [&](int n, int r, float v) { vals[n * kRows + r] = v; });
   __syncthreads();  // thread e adds element e, which another thread wrote
   mbar_wait<true>(bar, 0);  // cluster-scope acquire: the pushed sums
   for (int e = threadIdx.x; e < area; e += blockDim.x) {
@@ -276,18 +260,18 @@ __device__ inline bool push_splits(const GemvParams& p, const BlockRows& br, con
   return true;
 }
 
-// kRows: the block's rows (warps x kRG x 16), one or two 64-row units.
+// kRows: the block's rows (warps x 16), one or two 64-row units.
 // old_s: the residual rows prefetched by this block (kGemvEarlyResidual), or null.
 // smem: the launch's dynamic shared memory (the push route's receive area).
-template <int kNT, int kRG, int kRows>
-__device__ inline void gemv_epilogue(const GemvParams& p, const BlockRows& br, const float (&acc)[kRG * kNT][4],
+template <int kNT, int kRows>
+__device__ inline void gemv_epilogue(const GemvParams& p, const BlockRows& br, const float (&acc)[kNT][4],
                                      float* vals, int& last_s, const float* old_s, uint8_t* smem) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const bool clustered = p.split.reduce == GemvReduce::Cluster;
   if (p.out.kind == GemvOut::Partials || (p.split.n_splits > 1 && !clustered)) {
     float* part = p.split.partials + blockIdx.y * p.split.split_stride + br.col_begin + br.row0;
-    for_each_acc<kNT, kRG>(br, p.n_seqs, warp, lane, acc,
-                           [&](int n, int r, float v) { part[static_cast<int64_t>(n) * p.split.part_stride + r] = v; });
+    for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc,
+                      [&](int n, int r, float v) { part[static_cast<int64_t>(n) * p.split.part_stride + r] = v; });
     if (p.out.kind == GemvOut::Partials) return;
   }
   if (old_s) cp_async_wait_all();  // this thread's residual copies (made visible by the barrier)
@@ -296,9 +280,9 @@ __device__ inline void gemv_epilogue(const GemvParams& p, const BlockRows& br, c
     bool lead;
     if constexpr (kNT == 1) {  // the push route (one column group only: kept out of the wider kernels)
       lead = p.push_smem_offset > 0 ? push_splits<kNT, kRows>(p, br, acc, vals, smem)
-                                    : cluster_splits<kNT, kRG, kRows>(p, br, acc, vals);
+                                    : cluster_splits<kNT, kRows>(p, br, acc, vals);
     } else {
-      lead = cluster_splits<kNT, kRG, kRows>(p, br, acc, vals);
+      lead = cluster_splits<kNT, kRows>(p, br, acc, vals);
     }
     if (!lead) return;
     trace_phase(p.trace, 3);
@@ -306,7 +290,7 @@ __device__ inline void gemv_epilogue(const GemvParams& p, const BlockRows& br, c
     if (!gather_splits<kRows>(p, br, vals, last_s)) return;
     trace_phase(p.trace, 3);
   } else {
-    for_each_acc<kNT, kRG>(br, p.n_seqs, warp, lane, acc, [&](int n, int r, float v) { vals[n * kRows + r] = v; });
+    for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc, [&](int n, int r, float v) { vals[n * kRows + r] = v; });
   }
   __syncthreads();
   if (p.out.kind == GemvOut::Sum) {

@@ -35,29 +35,26 @@ namespace chorus::cuda {
 template <TensorType kType, int kNT>
 struct GemvShape {
   static constexpr int kRec = record_bytes_of(kType);
-  static constexpr int kWarpTile = kRowGroup * kRec;  // one row group's 16 records of a tile
-  // For more than 8 activation rows a block covers 128 rows: a tile's activations (640 bytes a
-  // row) then outweigh a 64-row block's weights, so twice the rows share each staged chunk. Its
-  // 4 warps take two row groups each (kRG): a warp's B fragments (the tile's activations) are
-  // then loaded once from shared memory for 32 rows instead of 16. At 32 rows those loads were
-  // ~60 % of a multiprocessor's shared-memory bandwidth with 8 warps of one group (16 KB a warp
-  // and tile against 2.3 KB of weights), the bound of the M = 32 products (perf-notes v28).
-  // Records wider than 256 bytes (Q8_0, F16, F32) keep one group a warp so that their stages fit.
-  static constexpr int kRG = kNT > 1 && kWarpTile <= 4096 ? 2 : 1;
-  static constexpr int kWarps = kGemvWarps;
-  static constexpr int kBlockRows = kWarps * kRG * kRowGroup;
-  static constexpr int kStageBytes = kRG * kWarpTile;  // a warp's stage: its groups' records of one tile
+  static constexpr int kWarpTile = kRowGroup * kRec;
+  // 8 warps (128-row blocks) for more than 8 activation rows: a tile's activations (640 bytes a
+  // row) then outweigh a 64-row block's weights, so twice the rows share each staged chunk, and
+  // a multiprocessor holds 16 warps instead of 12 to hide the latencies of the products.
+  // (Measured alternative: 4 warps of two row groups each, the same chunk sharing with 8 warps
+  // per multiprocessor: no faster than 64-row blocks; perf-notes v8.) Records wider than 256
+  // bytes (Q8_0, F16, F32) keep 4 warps so that their stages fit.
+  static constexpr int kWarps = kNT > 1 && kWarpTile <= 4096 ? 2 * kGemvWarps : kGemvWarps;
+  static constexpr int kBlockRows = kWarps * kRowGroup;
   // One row tile (M <= 8): Q4_K (2304 B) 4 stages, Q6_K (3584 B) and up 3, so 4 blocks fit a
   // multiprocessor. More rows: a tile takes kNT times the math, so fewer stages cover the
   // memory latency; the block's stages stay <= 18 KB (Q4_K 3 stages, Q6_K 2) so that with the
   // two activation buffers (16 KB each at M = 32) two blocks fit.
   static constexpr int kStages = kNT == 1 ? (kWarpTile <= 3072 ? 4 : (kWarpTile <= 8192 ? 3 : 2))
-                                          : (kWarps * kStageBytes <= 18432 ? 3 : 2);
+                                          : (kWarps * kWarpTile <= 18432 ? 3 : 2);
   // mbarriers (the warps' stages, then the x buffers' for the copy engine: two chunk buffers,
   // or a ring's full and sums barriers and its release counters), padded.
   static constexpr int kBarBytes = (kWarps * kStages * 8 + kGemvMaxRingBufs * (8 + 8 + 4) + 127) / 128 * 128;
-  static constexpr int kWBytes = kWarps * kStages * kStageBytes;
-  static constexpr int kMinBlocks = kRG > 1 ? 2 : 1;  // two row groups: <= 255 registers (two blocks a multiprocessor)
+  static constexpr int kWBytes = kWarps * kStages * kWarpTile;
+  static constexpr int kMinBlocks = kWarps > kGemvWarps ? 2 : 1;  // 8 warps: <= 128 registers
   // Q4_K past one column group: the block computes each tile's sub-block sums once
   // (gemv_q4k_exact.cuh) into the x region after the tiles: [2 chunk buffers][chunk tile] or
   // [ring buffer], then [column group][lane] fragments.
@@ -221,46 +218,32 @@ __device__ inline void load_rstd(const GemvParams& p, float* rstd) {
 // of rows g and g+8, chunk c giving the A fragments of k-steps 2c and 2c+1. x_lane: the shared
 // address of lane (g, t)'s B granules in this tile with the swizzle in bits 4-6 (x_lane_offset):
 // granule c of column group nt is at (x_lane ^ 16 c) + nt * 8 rows.
-// With two row groups (kRG) the groups' records follow one another in wt, each B fragment
-// serves both, and acc[rg * kNT + nt] is group rg's; each group's products are the same
-// instructions in the same order as alone, so the bits do not depend on kRG.
-template <TensorType kType, int kNT, int kRG = 1>
-__device__ __forceinline__ void warp_tile_mma(const uint8_t* wt, uint32_t x_lane, int lane, float (&acc)[kRG * kNT][4],
+template <TensorType kType, int kNT>
+__device__ __forceinline__ void warp_tile_mma(const uint8_t* wt, uint32_t x_lane, int lane, float (&acc)[kNT][4],
                                               const uint32_t* xsum_tile, uint64_t* xsum_bar, uint32_t xsum_parity) {
   if constexpr (kType == TensorType::Q4_K) {
     // integer-exact operands (gemv_q4k_exact.cuh)
-    warp_tile_q4k_exact<kNT, kRG>(wt, x_lane, lane, acc, xsum_tile, xsum_bar, xsum_parity);
+    warp_tile_q4k_exact<kNT>(wt, x_lane, lane, acc, xsum_tile, xsum_bar, xsum_parity);
     return;
   }
   using L = PartLoader<kType>;
   constexpr int kRec = record_bytes_of(kType);
   const int g = lane >> 2, t = lane & 3;
-  typename L::Row ra[kRG], rb[kRG];
-#pragma unroll
-  for (int rg = 0; rg < kRG; ++rg) {
-    ra[rg] = L::load(wt + (rg * kRowGroup + g) * kRec, t);
-    rb[rg] = L::load(wt + (rg * kRowGroup + g + 8) * kRec, t);
-  }
+  const typename L::Row ra = L::load(wt + g * kRec, t);
+  const typename L::Row rb = L::load(wt + (g + 8) * kRec, t);
 #pragma unroll
   for (int c = 0; c < 8; ++c) {
-    uint32_t a0[kRG][4], a1[kRG][4];
-#pragma unroll
-    for (int rg = 0; rg < kRG; ++rg) {
-      __half2 wa[4], wb[4];
-      L::chunk(ra[rg], c, wa);
-      L::chunk(rb[rg], c, wb);
-      a0[rg][0] = h2_as_u32(wa[0]); a0[rg][1] = h2_as_u32(wb[0]); a0[rg][2] = h2_as_u32(wa[1]); a0[rg][3] = h2_as_u32(wb[1]);
-      a1[rg][0] = h2_as_u32(wa[2]); a1[rg][1] = h2_as_u32(wb[2]); a1[rg][2] = h2_as_u32(wa[3]); a1[rg][3] = h2_as_u32(wb[3]);
-    }
+    __half2 wa[4], wb[4];
+    L::chunk(ra, c, wa);
+    L::chunk(rb, c, wb);
+    const uint32_t a0[4] = {h2_as_u32(wa[0]), h2_as_u32(wb[0]), h2_as_u32(wa[1]), h2_as_u32(wb[1])};
+    const uint32_t a1[4] = {h2_as_u32(wa[2]), h2_as_u32(wb[2]), h2_as_u32(wa[3]), h2_as_u32(wb[3])};
     const uint32_t xc = x_lane ^ static_cast<uint32_t>(c << 4);
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) {
       const uint4 b = ld_shared_v4(xc + nt * 8 * kGemvXTileBytes);
-#pragma unroll
-      for (int rg = 0; rg < kRG; ++rg) {
-        mma_16816(acc[rg * kNT + nt], a0[rg], b.x, b.y);  // k-step 2c
-        mma_16816(acc[rg * kNT + nt], a1[rg], b.z, b.w);  // k-step 2c+1
-      }
+      mma_16816(acc[nt], a0, b.x, b.y);  // k-step 2c
+      mma_16816(acc[nt], a1, b.z, b.w);  // k-step 2c+1
     }
   }
 }
@@ -296,18 +279,12 @@ __device__ __forceinline__ uint32_t stage_parity(int i) {
   return (static_cast<uint32_t>(i) / kStages) & 1u;
 }
 
-// src: the warp's first row group's tiles; the next group's start rg_stride bytes later (the
-// repacked layout keeps a group's tiles together). n_rg: the warp's groups inside the matrix.
 template <TensorType kType, int kNT>
-__device__ __forceinline__ void issue_tile(uint64_t* bars, uint8_t* stages, const uint8_t* src, int i, int64_t rg_stride,
-                                           int n_rg) {
+__device__ __forceinline__ void issue_tile(uint64_t* bars, uint8_t* stages, const uint8_t* src, int i) {
   using S = GemvShape<kType, kNT>;
   const int slot = stage_slot<S::kStages>(i);
-  mbar_arrive_expect_tx(bars + slot, static_cast<uint32_t>(n_rg * S::kWarpTile));
-  for (int rg = 0; rg < n_rg; ++rg) {
-    bulk_copy_g2s(stages + slot * S::kStageBytes + rg * S::kWarpTile,
-                  src + rg * rg_stride + static_cast<int64_t>(i) * S::kWarpTile, S::kWarpTile, bars + slot);
-  }
+  mbar_arrive_expect_tx(bars + slot, S::kWarpTile);
+  bulk_copy_g2s(stages + slot * S::kWarpTile, src + static_cast<int64_t>(i) * S::kWarpTile, S::kWarpTile, bars + slot);
 }
 
 // One block's work: the rows `br` over split blockIdx.y. smem: [barriers | warps' weight stages |
@@ -319,11 +296,8 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int tile_begin = blockIdx.y * p.split.tiles_per_split;
   const int n_my = max(0, min(p.mats.n_tiles, tile_begin + p.split.tiles_per_split) - tile_begin);
-  const int warp_row0 = br.row0 + warp * S::kRG * kRowGroup;
+  const int warp_row0 = br.row0 + warp * kRowGroup;
   const bool warp_active = warp_row0 < br.n_rows;
-  // The warp's row groups inside the matrix (a last one past its rows is neither copied nor kept).
-  const int n_rg = min(S::kRG, (br.n_rows - warp_row0 + kRowGroup - 1) / kRowGroup);
-  const int64_t rg_stride = static_cast<int64_t>(p.mats.n_tiles) * S::kWarpTile;
 
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem) + warp * S::kStages;
   uint64_t* x_bars = reinterpret_cast<uint64_t*>(smem) + S::kWarps * S::kStages;  // p.x_tma: one per buffer
@@ -332,7 +306,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
   uint64_t* ring_full = x_bars;
   uint64_t* ring_sums = x_bars + n_ring;
   int* ring_count = reinterpret_cast<int*>(x_bars + 2 * n_ring);
-  uint8_t* stages = smem + S::kBarBytes + warp * S::kStages * S::kStageBytes;
+  uint8_t* stages = smem + S::kBarBytes + warp * S::kStages * S::kWarpTile;
   uint8_t* xs = smem + S::kBarBytes + S::kWBytes;
   if (p.x_tma) xs += (1024 - smem_u32(xs) % 1024) % 1024;  // the swizzle's period (launch_nt adds the slack)
   const uint8_t* w_src =
@@ -365,7 +339,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
     if (p.push_smem_offset > 0) cluster_arrive_release();
   }
   if (warp_active && lane == 0) {
-    for (int i = 0; i < S::kStages && i < n_my; ++i) issue_tile<kType, kNT>(bars, stages, w_src, i, rg_stride, n_rg);
+    for (int i = 0; i < S::kStages && i < n_my; ++i) issue_tile<kType, kNT>(bars, stages, w_src, i);
   }
   if (p.x_tma) __syncthreads();  // every thread waits on the x barriers: initialized for all
   pdl_wait();
@@ -382,9 +356,9 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
   }
   if (p.in.kind == GemvIn::NormF32) load_rstd(p, rstd_s);
 
-  float acc[S::kRG * kNT][4];
+  float acc[kNT][4];
 #pragma unroll
-  for (int i = 0; i < S::kRG * kNT; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+  for (int i = 0; i < kNT; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
   const int chunk = p.x_chunk_tiles, tile_stride = gemv_x_tile_stride(p.n_seqs, p.x_tma);
   const int x_lane = x_lane_offset<kNT>(p.n_seqs, lane);
   if constexpr (kNT > 1) {
@@ -418,10 +392,10 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
           const int slot = stage_slot<S::kStages>(i);
           mbar_wait(bars + slot, stage_parity<S::kStages>(i));
           if (i == 0) trace_phase(p.trace, 1);
-          warp_tile_mma<kType, kNT, S::kRG>(stages + slot * S::kStageBytes, smem_u32(xb) + x_lane, lane, acc,
-                                            xsum_tile, ring_sums + b, phase);
+          warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, smem_u32(xb) + x_lane, lane, acc, xsum_tile,
+                                    ring_sums + b, phase);
           __syncwarp();  // the whole warp has read the stage before it is refilled
-          if (lane == 0 && i + S::kStages < n_my) issue_tile<kType, kNT>(bars, stages, w_src, i + S::kStages, rg_stride, n_rg);
+          if (lane == 0 && i + S::kStages < n_my) issue_tile<kType, kNT>(bars, stages, w_src, i + S::kStages);
         }
         // The warp's loads of the buffer have returned (their values fed the products before
         // this point), so once every warp has counted itself the copy engine may overwrite it
@@ -438,7 +412,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
         }
       }
       trace_phase(p.trace, 2);
-      gemv_epilogue<kNT, S::kRG, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s, nullptr, smem);
+      gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s, nullptr, smem);
       return;
     }
   }
@@ -502,14 +476,14 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
       const int slot = stage_slot<S::kStages>(i);
       mbar_wait(bars + slot, stage_parity<S::kStages>(i));
       if (i == 0) trace_phase(p.trace, 1);
-      warp_tile_mma<kType, kNT, S::kRG>(stages + slot * S::kStageBytes, xc_lane + (i - c0) * tile_stride, lane, acc,
-                                        xsum + ((ci & 1) * chunk + i - c0) * kNT * 32, nullptr, 0);
+      warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, xc_lane + (i - c0) * tile_stride, lane, acc,
+                                xsum + ((ci & 1) * chunk + i - c0) * kNT * 32, nullptr, 0);
       __syncwarp();  // the whole warp has read the stage before it is refilled
-      if (lane == 0 && i + S::kStages < n_my) issue_tile<kType, kNT>(bars, stages, w_src, i + S::kStages, rg_stride, n_rg);
+      if (lane == 0 && i + S::kStages < n_my) issue_tile<kType, kNT>(bars, stages, w_src, i + S::kStages);
     }
   }
   trace_phase(p.trace, 2);
-  gemv_epilogue<kNT, S::kRG, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s, old_s, smem);
+  gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s, old_s, smem);
 }
 
 template <TensorType kType, int kNT>
@@ -531,8 +505,7 @@ template <TensorType kA, TensorType kB, int kNT>
 __global__ void __launch_bounds__(GemvShape<kA, kNT>::kWarps * 32, GemvShape<kA, kNT>::kMinBlocks)
     gemv_pair_kernel(const __grid_constant__ GemvParams p) {
   using SA = GemvShape<kA, kNT>;
-  static_assert(SA::kWarps == GemvShape<kB, kNT>::kWarps && SA::kBlockRows == GemvShape<kB, kNT>::kBlockRows,
-                "both types' blocks cover the same rows");
+  static_assert(SA::kWarps == GemvShape<kB, kNT>::kWarps, "both types' blocks cover the same rows");
   extern __shared__ __align__(128) uint8_t smem[];
   __shared__ float rstd_s[kGemvMaxSeqs];
   __shared__ int last_s;

@@ -30,7 +30,6 @@
 #include "cuda/gemv.h"
 #include "cuda/mma.cuh"
 #include "cuda/quant_tile.cuh"
-#include "cuda/weight_repack.h"
 
 namespace chorus::cuda {
 
@@ -119,56 +118,40 @@ __device__ __forceinline__ uint32_t q4k_xsum_group(uint32_t x_lane, int lane) {
   return q4k_xsum_fragment(xs);
 }
 
-// The tile of the warp's kRG groups of 16 rows against every activation row (same contract as
-// warp_tile_mma: x_lane is lane (g, t)'s swizzled B address in this tile; wt holds the groups'
-// 16 records one group after another; acc[rg * kNT + nt]). One column group (kNT == 1)
-// computes its sub-block sums in the loop from the B registers it loads; with more, the block
-// computes them once per tile (q4k_xsum_group, gemv_kernel) and xsum_tile holds them: [column
-// group][lane] fragments, complete (in the ring, gemv_kernel.cuh) once xsum_bar has completed
-// the phase of this parity; null where a block barrier already ordered them. Each row group's
-// products are the same instructions in the same order whatever kRG is, so the bits are too.
-template <int kNT, int kRG = 1>
-__device__ __forceinline__ void warp_tile_q4k_exact(const uint8_t* wt, uint32_t x_lane, int lane,
-                                                    float (&acc)[kRG * kNT][4], const uint32_t* xsum_tile,
-                                                    uint64_t* xsum_bar, uint32_t xsum_parity) {
-  static_assert(kNT > 1 || kRG == 1, "the in-loop sums serve one row group");
+// The tile of the warp's 16 rows against every activation row (same contract as
+// warp_tile_mma: x_lane is lane (g, t)'s swizzled B address in this tile). One column group
+// (kNT == 1) computes its sub-block sums in the loop from the B registers it loads; with more,
+// the block computes them once per tile (q4k_xsum_group, gemv_kernel) and xsum_tile holds
+// them: [column group][lane] fragments, complete (in the ring, gemv_kernel.cuh) once xsum_bar
+// has completed the phase of this parity; null where a block barrier already ordered them.
+template <int kNT>
+__device__ __forceinline__ void warp_tile_q4k_exact(const uint8_t* wt, uint32_t x_lane, int lane, float (&acc)[kNT][4],
+                                                    const uint32_t* xsum_tile, uint64_t* xsum_bar, uint32_t xsum_parity) {
   constexpr int kRec = record_bytes_of(TensorType::Q4_K);
   const int g = lane >> 2, t = lane & 3;
-  Q4KExactRow ra[kRG], rb[kRG];
-#pragma unroll
-  for (int rg = 0; rg < kRG; ++rg) {
-    ra[rg] = q4k_exact_load(wt + (rg * kRowGroup + g) * kRec, t);
-    rb[rg] = q4k_exact_load(wt + (rg * kRowGroup + g + 8) * kRec, t);
-  }
+  const Q4KExactRow ra = q4k_exact_load(wt + g * kRec, t);
+  const Q4KExactRow rb = q4k_exact_load(wt + (g + 8) * kRec, t);
   const uint32_t sel_lo = q4k_sub_block_selector(lane, false), sel_hi = q4k_sub_block_selector(lane, true);
-  float p[kRG * kNT][4], xs[4];
+  float p[kNT][4], xs[4];
 #pragma unroll
   for (int c = 0; c < 8; ++c) {
-    uint32_t a0[kRG][4], a1[kRG][4];
-#pragma unroll
-    for (int rg = 0; rg < kRG; ++rg) {
-      __half2 wa[4], wb[4];
-      q4k_exact_chunk(ra[rg], c, wa);
-      q4k_exact_chunk(rb[rg], c, wb);
-      a0[rg][0] = h2_as_u32(wa[0]); a0[rg][1] = h2_as_u32(wb[0]); a0[rg][2] = h2_as_u32(wa[1]); a0[rg][3] = h2_as_u32(wb[1]);
-      a1[rg][0] = h2_as_u32(wa[2]); a1[rg][1] = h2_as_u32(wb[2]); a1[rg][2] = h2_as_u32(wa[3]); a1[rg][3] = h2_as_u32(wb[3]);
-    }
+    __half2 wa[4], wb[4];
+    q4k_exact_chunk(ra, c, wa);
+    q4k_exact_chunk(rb, c, wb);
+    const uint32_t a0[4] = {h2_as_u32(wa[0]), h2_as_u32(wb[0]), h2_as_u32(wa[1]), h2_as_u32(wb[1])};
+    const uint32_t a1[4] = {h2_as_u32(wa[2]), h2_as_u32(wb[2]), h2_as_u32(wa[3]), h2_as_u32(wb[3])};
     const uint32_t xc = x_lane ^ static_cast<uint32_t>(c << 4);
     uint4 b[kNT];
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) b[nt] = ld_shared_v4(xc + nt * 8 * kGemvXTileBytes);
 #pragma unroll
-    for (int rg = 0; rg < kRG; ++rg) {
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) {
-        float (&pp)[4] = p[rg * kNT + nt];
-        if (c == 0) {
-          mma_16816_first(pp, a0[rg], b[nt].x, b[nt].y);
-        } else {
-          mma_16816(pp, a0[rg], b[nt].x, b[nt].y);
-        }
-        mma_16816(pp, a1[rg], b[nt].z, b[nt].w);
+    for (int nt = 0; nt < kNT; ++nt) {
+      if (c == 0) {
+        mma_16816_first(p[nt], a0, b[nt].x, b[nt].y);
+      } else {
+        mma_16816(p[nt], a0, b[nt].x, b[nt].y);
       }
+      mma_16816(p[nt], a1, b[nt].z, b[nt].w);
     }
     if constexpr (kNT == 1) {
       if (c == 0) {
@@ -180,18 +163,13 @@ __device__ __forceinline__ void warp_tile_q4k_exact(const uint8_t* wt, uint32_t 
   }
   if (kNT > 1 && xsum_bar != nullptr) mbar_wait(xsum_bar, xsum_parity);  // the ring's sums of this tile
 #pragma unroll
-  for (int rg = 0; rg < kRG; ++rg) {
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) {
-      const uint32_t b_min = kNT == 1 ? q4k_xsum_fragment(xs) : xsum_tile[nt * 32 + lane];
-      float (&a)[4] = acc[rg * kNT + nt];
-      const float (&pp)[4] = p[rg * kNT + nt];
-      a[0] = fmaf(ra[rg].d, pp[0], a[0]);
-      a[1] = fmaf(ra[rg].d, pp[1], a[1]);
-      a[2] = fmaf(rb[rg].d, pp[2], a[2]);
-      a[3] = fmaf(rb[rg].d, pp[3], a[3]);
-      mma_1688(a, ra[rg].neg_min, rb[rg].neg_min, b_min);
-    }
+  for (int nt = 0; nt < kNT; ++nt) {
+    const uint32_t b_min = kNT == 1 ? q4k_xsum_fragment(xs) : xsum_tile[nt * 32 + lane];
+    acc[nt][0] = fmaf(ra.d, p[nt][0], acc[nt][0]);
+    acc[nt][1] = fmaf(ra.d, p[nt][1], acc[nt][1]);
+    acc[nt][2] = fmaf(rb.d, p[nt][2], acc[nt][2]);
+    acc[nt][3] = fmaf(rb.d, p[nt][3], acc[nt][3]);
+    mma_1688(acc[nt], ra.neg_min, rb.neg_min, b_min);
   }
 }
 
