@@ -12,7 +12,7 @@
 # the Engine's synthetic 8B model in the background), assemble (a model carried in parts),
 # enginebench. TRACE_NS: the N list of stage trace (default "1 8 32"); TRACE_ARGS more of its
 # options (e.g. --trace-tuning=gemv_splits=0.4.0.0: one more traced run under that setting).
-# TESTS (a glob, default test_*) picks the test binaries; PROFILE_RUNS, DETAIL and SASS (below) pick launches;
+# TESTS (globs separated by spaces, default test_*) picks the test binaries; PROFILE_RUNS, DETAIL and SASS (below) pick launches;
 # BENCH_ARGS go to chorus-cuda-bench after its N list (e.g. --attn-cluster-max-rows=0,8), and
 # BENCH_ARGS_l1b / BENCH_ARGS_l8b to its run on that model only; BENCH_MODELS (default
 # "l1b l8b") picks the models. ENGINE_TUNING (';'-separated, an empty item: the defaults) runs
@@ -70,10 +70,13 @@ if has assemble; then
 fi
 
 if has tests; then
-  for t in "$BIN"/${TESTS:-test_*}; do
-    n=$(basename "$t")
-    section "$n"
-    timeout 300 "$t" >> "$LOG" 2>&1; R[$n]=$?
+  read -ra patterns <<< "${TESTS:-test_*}"  # split on spaces without globbing against the working directory
+  for pattern in "${patterns[@]}"; do
+    for t in "$BIN"/$pattern; do
+      n=$(basename "$t")
+      section "$n"
+      timeout 300 "$t" >> "$LOG" 2>&1; R[$n]=$?
+    done
   done
   grep -E "^\[  FAILED|Failure|Expected|Which is|error:" "$LOG" | head -30
 fi
