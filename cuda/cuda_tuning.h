@@ -38,10 +38,12 @@ struct CudaTuning {
   // Shared memory for a GEMV launch's x chunks (GemvParams::x_budget_bytes; 0: the defaults of
   // gemv.h). Smaller chunks let more blocks share a multiprocessor.
   int32_t gemv_x_budget_bytes = 0;
-  // GemvEarly bits (gemv.h): latency cuts in launches of up to 8 rows. The residual prefetch:
-  // 8B N = 4 / 8 +0.3-0.7 %, small but in every row (perf-notes v14c). The pushed split sums:
-  // 8B N = 1 / 4 / 8 +2.6 / +3.0 / +4.7 %, 1B +2.3 / +2.4 / +2.1 % on an H100 (perf-notes v18).
-  int32_t gemv_early_loads = 3;  // kGemvEarlyResidual | kGemvEarlyPush
+  // GemvEarly bits (gemv.h): latency cuts. The residual prefetch: 8B N = 4 / 8 +0.3-0.7 %,
+  // small but in every row (perf-notes v14c). The pushed split sums: 8B N = 1 / 4 / 8 +2.6 /
+  // +3.0 / +4.7 %, 1B +2.3 / +2.4 / +2.1 % on an H100 (perf-notes v18). The cluster's sums
+  // finished by all its blocks (past 8 rows): 8B N = 24 / 32 +6.4 / +8.3 %, 1B +6.8 / +11.8 %
+  // on an H100, N <= 8 unchanged (perf-notes v29).
+  int32_t gemv_early_loads = 7;  // kGemvEarlyResidual | kGemvEarlyPush | kGemvSharedFinish
   // Steps of up to this many rows put a q4_k_m layer's Q4_K q|k and Q6_K v products in one
   // launch (launch_gemv_pair); 0: never. Same bits either way. Every batch size (32 is the
   // most a step takes): 8B N = 1 / 16 / 32 +3 / +4 / +4 % (perf-notes v14d).

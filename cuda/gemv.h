@@ -145,8 +145,9 @@ struct GemvOutput {
   int32_t* argmax_idx = nullptr;
 };
 
-// Round trips taken off the critical path of a launch of at most 8 rows (one column group),
-// where a launch is a chain of latencies rather than a stream of bytes (perf-notes v10-v14).
+// Round trips taken off the critical path of a launch, where a launch is a chain of latencies
+// rather than a stream of bytes (perf-notes v10-v14): the first two in launches of at most 8
+// rows (one column group), the third at any row count.
 enum GemvEarly : int32_t {
   // Residual output: the block that will add the splits (split 0 of a cluster, or the only
   // split) copies its residual rows into shared memory right after pdl_wait, beside the first
@@ -157,6 +158,10 @@ enum GemvEarly : int32_t {
   // them in split order (the same bits as the cluster barrier route, which reads them remotely
   // between two cluster barriers).
   kGemvEarlyPush = 2,
+  // Splits added in a cluster (Sum and Residual outputs; at one column group only where the
+  // sums are not pushed): every block of the cluster adds and writes a share of the rows
+  // instead of the first block all of them (gemv_epilogue.cuh, cluster_finish). The same bits.
+  kGemvSharedFinish = 4,
 };
 
 struct GemvParams {
@@ -169,8 +174,8 @@ struct GemvParams {
   int32_t x_tma = 0;          // set by launch_gemv: x_map is valid, the copy engine stages x
   int32_t x_ring_bufs = 0;    // set by launch_gemv: > 0: x in a ring of that many one-tile buffers
   int32_t x_budget_bytes = 0;  // x chunks, both buffers; 0: kGemvXBudgetBytes, fitted (a measurement override)
-  // Loads moved earlier in launches of one column group (M <= 8), GemvEarly bits; the same bits
-  // come out either way.
+  // GemvEarly bits: loads moved earlier, sums spread over the cluster; the same bits come out
+  // either way.
   int32_t early_loads = 0;
   int32_t resid_smem_offset = 0;  // set by launch_gemv: > 0: the prefetched residual rows (kGemvEarlyResidual)
   int32_t push_smem_offset = 0;   // set by launch_gemv: > 0: barrier + the other splits' sums (kGemvEarlyPush)

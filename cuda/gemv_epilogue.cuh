@@ -260,6 +260,86 @@ __device__ inline bool push_splits(const GemvParams& p, const BlockRows& br, con
   return true;
 }
 
+// The cluster's sums finished by all of its blocks (kGemvSharedFinish; the Sum and Residual
+// outputs): after the cluster barrier every block, not only split 0, adds the splits of a
+// share of the (64-row unit, sequence) items from the blocks' shared memory and writes their
+// outputs, a warp per item. Split 0 alone took one remote round trip per 256 elements (16 at
+// 32 rows) and then the residual's global round trips, ~10 us a launch at 32 rows (perf-notes,
+// "Where the 8B step at N = 32 goes"); here a warp issues all of its items' remote loads and
+// residual loads at once. Same arithmetic as cluster_splits + epilogue_residual (splits added
+// from zero in split order, the residual's fixed tree of squares), so the same bits.
+template <int kNT, int kRows>
+__device__ inline void cluster_finish(const GemvParams& p, const BlockRows& br, const float (&acc)[kNT][4],
+                                      float* vals) {
+  namespace cg = cooperative_groups;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n_warps = blockDim.x >> 5;
+  for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc, [&](int n, int r, float v) { vals[n * kRows + r] = v; });
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();  // every split's accumulators are in place
+  const int n_splits = p.split.n_splits, rank = static_cast<int>(cluster.block_rank());
+  const float* src[kGemvMaxClusterSplits];
+#pragma unroll
+  for (int k = 0; k < kGemvMaxClusterSplits; ++k) src[k] = cluster.map_shared_rank(vals, k < n_splits ? k : 0);
+  const bool residual = p.out.kind == GemvOut::Residual;
+  constexpr int kUnits = kRows / kGemvRowsPerBlock, kBatch = 2;  // items a warp loads at once
+  const int n_items = kUnits * p.n_seqs;
+  // The block's items are rank, rank + n_splits, ...; its j-th goes to warp j % n_warps.
+  for (int j0 = warp; rank + j0 * n_splits < n_items; j0 += kBatch * n_warps) {
+    float part[kBatch][2][kGemvMaxClusterSplits], old[kBatch][2];
+    int n_of[kBatch], u_of[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int item = rank + (j0 + b * n_warps) * n_splits;
+      // A unit wholly past the matrix's rows has no outputs (nor sums of squares).
+      const bool ok = item < n_items && br.row0 + item / p.n_seqs * kGemvRowsPerBlock < br.n_rows;
+      u_of[b] = ok ? item / p.n_seqs : kUnits;  // kUnits: no item
+      n_of[b] = ok ? item % p.n_seqs : 0;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = u_of[b] * kGemvRowsPerBlock + 32 * h + lane, row = br.row0 + r;
+        const bool valid = ok && row < br.n_rows;
+        const int e = n_of[b] * kRows + r;
+#pragma unroll
+        for (int k = 0; k < kGemvMaxClusterSplits; ++k) part[b][h][k] = valid && k < n_splits ? src[k][e] : 0.0f;
+        const int64_t at = static_cast<int64_t>(n_of[b]) * p.out.out_stride + br.col_begin + row;
+        old[b][h] = valid && residual ? p.out.out[at] : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (u_of[b] == kUnits) continue;  // warp-uniform
+      const int n = n_of[b];
+      float sq[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = br.row0 + u_of[b] * kGemvRowsPerBlock + 32 * h + lane;
+        float s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < kGemvMaxClusterSplits; ++k) {
+          if (k < n_splits) s += part[b][h][k];
+        }
+        sq[h] = 0.0f;
+        if (row >= br.n_rows) continue;
+        float* dst = p.out.out + static_cast<int64_t>(n) * p.out.out_stride + br.col_begin + row;
+        if (residual) {
+          const float v = old[b][h] + s;
+          *dst = v;
+          sq[h] = v * v;
+        } else {
+          *dst = s + (br.bias ? br.bias[row] : 0.0f);
+        }
+      }
+      if (residual) {
+        const float ss = warp_sum(sq[0] + sq[1]);
+        const int group = (br.col_begin + br.row0 + u_of[b] * kGemvRowsPerBlock) / kNormGroup;
+        if (lane == 0) p.out.ss[static_cast<int64_t>(n) * p.out.ss_stride + group] = ss;
+      }
+    }
+  }
+  trace_phase(p.trace, 3);
+  cluster.sync();  // the other blocks' shared memory lives until every block has read it
+}
+
 // kRows: the block's rows (warps x 16), one or two 64-row units.
 // old_s: the residual rows prefetched by this block (kGemvEarlyResidual), or null.
 // smem: the launch's dynamic shared memory (the push route's receive area).
@@ -276,6 +356,11 @@ __device__ inline void gemv_epilogue(const GemvParams& p, const BlockRows& br, c
   }
   if (old_s) cp_async_wait_all();  // this thread's residual copies (made visible by the barrier)
   __syncthreads();  // the x staging area becomes vals
+  if (clustered && (p.early_loads & kGemvSharedFinish) != 0 &&
+      (p.out.kind == GemvOut::Sum || p.out.kind == GemvOut::Residual) && (kNT > 1 || p.push_smem_offset == 0)) {
+    cluster_finish<kNT, kRows>(p, br, acc, vals);
+    return;
+  }
   if (clustered) {
     bool lead;
     if constexpr (kNT == 1) {  // the push route (one column group only: kept out of the wider kernels)

@@ -218,6 +218,14 @@ TEST_P(GemvFusedTest, ResidualAddAndSumsOfSquares) {
     ASSERT_EQ(0, std::memcmp(part.data(), full.data(), static_cast<size_t>(m * n) * 4)) << "M=" << m;
     ASSERT_EQ(0, std::memcmp(ss_m.data(), ss_full.data(), static_cast<size_t>(m * n_groups) * 4)) << "M=" << m;
   }
+  // Every block of the cluster adding and writing a share of the rows (kGemvSharedFinish)
+  // instead of the first block all of them: the same bits, at one column group and past it.
+  for (int m : {1, 8, 9, 13, 32}) {
+    std::vector<float> ss_m;
+    const auto shared = run(m, ss_m, kGemvSharedFinish);
+    ASSERT_EQ(0, std::memcmp(shared.data(), full.data(), static_cast<size_t>(m * n) * 4)) << "shared, M=" << m;
+    ASSERT_EQ(0, std::memcmp(ss_m.data(), ss_full.data(), static_cast<size_t>(m * n_groups) * 4)) << "shared, M=" << m;
+  }
   // Up to 8 rows the adding block may prefetch its residual rows (kGemvEarlyResidual) instead
   // of loading them after the reduction: the same bits. The single split changes the summation
   // order, so it is compared with its own route without the prefetch.
@@ -396,6 +404,15 @@ TEST(GemvPair, SameBitsAsOneLaunchPerType) {
           pushed.resize(apart.size());
           ASSERT_EQ(0, std::memcmp(apart.data(), pushed.data(), apart.size() * 4))
               << (norm ? "normalized" : "f16") << " input, pushed sums, M=" << m;
+        }
+        if (reduce == GemvReduce::Auto) {  // every block of the cluster finishing a share (kGemvSharedFinish): the same bits
+          poisoned();
+          p.early_loads = kGemvSharedFinish;
+          launch_gemv_pair(TensorType::Q4_K, TensorType::Q6_K, p, nullptr);
+          auto shared = to_host(out);
+          shared.resize(apart.size());
+          ASSERT_EQ(0, std::memcmp(apart.data(), shared.data(), apart.size() * 4))
+              << (norm ? "normalized" : "f16") << " input, shared finish, M=" << m;
         }
         for (float y : together) ASSERT_TRUE(std::isfinite(y));
         ASSERT_EQ(0, std::memcmp(apart.data(), together.data(), apart.size() * 4))
