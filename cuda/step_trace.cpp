@@ -43,6 +43,11 @@ std::vector<TraceRecord> StepTrace::read(cudaStream_t s) const {
     r.last_release_ns = ~sp.release_last_inv_ns;
     r.first_exit_ns = sp.exit_first_ns;
     r.exit_ns = ~sp.exit_last_inv_ns;
+    for (const unsigned int less1 : sp.sm_blocks_less1) {
+      const int32_t blocks = static_cast<int32_t>(less1 + 1u);  // ~0u armed: untouched reads 0
+      r.sms_used += blocks > 0 ? 1 : 0;
+      r.max_blocks_per_sm = std::max(r.max_blocks_per_sm, blocks);
+    }
     for (int k = 0; k < kTracePhases; ++k) {
       if (sp.phase_first_ns[k] == kUnset) continue;
       r.phase_first_ns[k] = sp.phase_first_ns[k];
@@ -58,6 +63,7 @@ TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps) {
     std::string label;
     double launches = 0, size_bytes = 0, crit_ns = 0, gap_ns = 0, body_ns = 0, lead_ns = 0;
     double last_entry_ns = 0, last_release_ns = 0, first_exit_ns = 0;  // from the first release
+    double sms_used = 0, max_blocks_per_sm = 0;
     double phase_n[kTracePhases] = {}, phase_first_ns[kTracePhases] = {}, phase_last_ns[kTracePhases] = {};
   };
   std::vector<Acc> acc;  // per label, in order of first appearance (a handful: a linear search)
@@ -84,6 +90,8 @@ TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps) {
       a.last_entry_ns += static_cast<double>(r.last_entry_ns) - static_cast<double>(r.release_ns);
       a.last_release_ns += static_cast<double>(r.last_release_ns) - static_cast<double>(r.release_ns);
       a.first_exit_ns += static_cast<double>(r.first_exit_ns) - static_cast<double>(r.release_ns);
+      a.sms_used += r.sms_used;
+      a.max_blocks_per_sm += r.max_blocks_per_sm;
       for (int k = 0; k < kTracePhases; ++k) {
         if (r.phase_first_ns[k] == 0) continue;
         a.phase_n[k] += 1;
@@ -112,6 +120,8 @@ TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps) {
     r.last_entry_us = a.last_entry_ns / a.launches / 1e3;
     r.last_release_us = a.last_release_ns / a.launches / 1e3;
     r.first_exit_us = a.first_exit_ns / a.launches / 1e3;
+    r.sms_used = a.sms_used / a.launches;
+    r.max_blocks_per_sm = a.max_blocks_per_sm / a.launches;
     for (int k = 0; k < kTracePhases; ++k) {
       if (a.phase_n[k] == 0) continue;
       r.phase_launches[k] = a.phase_n[k] / n;
@@ -132,16 +142,19 @@ std::string format_trace(const TraceSummary& s) {
   out += line;
   out += "  (per launch, us: gap, body, lead as in cuda/step_trace.h; last in, last rl, 1st out: the last block's\n"
          "   entry, the last block's release and the first block's exit, from the launch's first release;\n"
-         "   phases pK: where the first and the last block reached phase K, step_trace.cuh)\n";
-  std::snprintf(line, sizeof line, "  %-14s %6s %8s %8s %6s %6s %7s %6s %7s %7s %7s %6s\n", "launch", "n/step",
-                "MB/step", "crit us", "crit%", "gap", "body", "lead", "last in", "last rl", "1st out", "GB/s");
+         "   phases pK: where the first and the last block reached phase K, step_trace.cuh; SMs: multiprocessors\n"
+         "   that ran a block of it, max/SM: the most blocks one of them ran)\n";
+  std::snprintf(line, sizeof line, "  %-14s %6s %8s %8s %6s %6s %7s %6s %7s %7s %7s %6s %6s %6s\n", "launch", "n/step",
+                "MB/step", "crit us", "crit%", "gap", "body", "lead", "last in", "last rl", "1st out", "GB/s", "SMs",
+                "max/SM");
   out += line;
   for (const TraceRow& r : s.rows) {
     const double gbps = r.crit_us_per_step > 0 ? r.size_mb_per_step / r.crit_us_per_step * 1e3 : 0;  // MB/us = TB/s
-    std::snprintf(line, sizeof line, "  %-14s %6.1f %8.1f %8.1f %5.1f%% %6.2f %7.2f %6.2f %7.2f %7.2f %7.2f %6.0f\n",
+    std::snprintf(line, sizeof line,
+                  "  %-14s %6.1f %8.1f %8.1f %5.1f%% %6.2f %7.2f %6.2f %7.2f %7.2f %7.2f %6.0f %6.1f %6.2f\n",
                   r.label.c_str(), r.launches_per_step, r.size_mb_per_step, r.crit_us_per_step,
                   100.0 * r.crit_us_per_step / s.step_us, r.gap_us, r.body_us, r.lead_us, r.last_entry_us,
-                  r.last_release_us, r.first_exit_us, gbps);
+                  r.last_release_us, r.first_exit_us, gbps, r.sms_used, r.max_blocks_per_sm);
     out += line;
     std::string phases;
     for (int k = 0; k < kTracePhases; ++k) {

@@ -16,7 +16,12 @@ __device__ __forceinline__ void trace_stamp(unsigned long long* first, unsigned 
   atomicMin(last_inv, ~t);
 }
 __device__ __forceinline__ void trace_entry(TraceSpan* s) {
-  if (s != nullptr) trace_stamp(&s->entry_first_ns, &s->entry_last_inv_ns);
+  if (s == nullptr) return;
+  trace_stamp(&s->entry_first_ns, &s->entry_last_inv_ns);
+  if (threadIdx.x != 0) return;
+  unsigned int sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  if (sm < kTraceMaxSms) atomicAdd(&s->sm_blocks_less1[sm], 1u);
 }
 __device__ __forceinline__ void trace_release(TraceSpan* s) {
   if (s != nullptr) trace_stamp(&s->release_first_ns, &s->release_last_inv_ns);

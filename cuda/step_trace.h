@@ -30,6 +30,8 @@ struct TraceRecord {
   uint64_t entry_ns = 0, last_entry_ns = 0, release_ns = 0, last_release_ns = 0, first_exit_ns = 0, exit_ns = 0;
   // Phases inside the blocks (step_trace.cuh), first and last block; 0 where none stamped it.
   uint64_t phase_first_ns[kTracePhases] = {}, phase_last_ns[kTracePhases] = {};
+  // Where its blocks ran: multiprocessors that got at least one, and the most one got.
+  int32_t sms_used = 0, max_blocks_per_sm = 0;
 };
 
 // Per label and weight types over a run of steps (a q4_k_m model's Q4_K and Q6_K ffn_down
@@ -43,6 +45,7 @@ struct TraceRow {
   // when the last block entered (late blocks were not resident at the release), when the last
   // block passed pdl_wait, and when the first block was done.
   double gap_us = 0, body_us = 0, lead_us = 0, last_entry_us = 0, last_release_us = 0, first_exit_us = 0;
+  double sms_used = 0, max_blocks_per_sm = 0;  // means per launch (TraceRecord)
   // Phase k reached by the first and by the last block, us from the first release (means over
   // the launches that stamped it; phase_launches[k] of them per step).
   double phase_first_us[kTracePhases] = {}, phase_last_us[kTracePhases] = {};

@@ -12,6 +12,7 @@ namespace chorus::cuda {
 
 inline constexpr bool kStepTraceBuilt = CHORUS_STEP_TRACE != 0;
 inline constexpr int kTracePhases = 4;
+inline constexpr int kTraceMaxSms = 192;  // multiprocessors whose blocks a span counts (H100/H200: 132)
 
 // Written by the blocks of one launch (step_trace.cuh). Every field is a minimum, so that one
 // memset of 0xff arms a span; the latest times are stored inverted (the minimum of ~t is ~max t).
@@ -21,6 +22,10 @@ struct TraceSpan {
   unsigned long long exit_first_ns, exit_last_inv_ns;        // block done
   // Points inside a block's work (step_trace.cuh names them per kernel), thread 0's view.
   unsigned long long phase_first_ns[kTracePhases], phase_last_inv_ns[kTracePhases];
+  // Blocks that entered on each multiprocessor, less one: armed to ~0u, each block adds one, so
+  // a count wraps to blocks - 1 (where the block scheduler put the launch: a cluster of blocks
+  // must share one GPC, and blocks that become resident early take what the last launch freed).
+  unsigned int sm_blocks_less1[kTraceMaxSms];
 };
 
 }  // namespace chorus::cuda

@@ -68,6 +68,15 @@ TEST(StepTraceSummary, SharesAddUpToTheStepPerLabel) {
   EXPECT_DOUBLE_EQ(s.rows[2].crit_us_per_step, 10.0);
   EXPECT_DOUBLE_EQ(s.rows[2].gap_us, 1.0);
   EXPECT_DOUBLE_EQ(s.rows[2].size_mb_per_step, 0.5);
+  // Placement: means per launch of the multiprocessors used and the most blocks on one.
+  steps[0][0].sms_used = 100;
+  steps[0][0].max_blocks_per_sm = 2;
+  steps[1][0].sms_used = 132;
+  steps[1][0].max_blocks_per_sm = 4;
+  const TraceSummary sm = summarize_trace(steps);
+  EXPECT_DOUBLE_EQ(sm.rows[0].sms_used, 116.0);
+  EXPECT_DOUBLE_EQ(sm.rows[0].max_blocks_per_sm, 3.0);
+  EXPECT_NE(format_trace(sm).find("116.0   3.00"), std::string::npos) << format_trace(sm);
   double crit = 0;
   for (const TraceRow& r : s.rows) crit += r.crit_us_per_step;
   EXPECT_DOUBLE_EQ(crit, s.step_us);
@@ -212,6 +221,10 @@ TEST(StepTraceGpu, StampsEveryLaunchInChainOrderAndChangesNoBits) {
               EXPECT_LE(t[i].phase_last_ns[k], t[i].exit_ns) << i << " p" << k;
             }
           }
+          // Every block counted on the multiprocessor it ran on.
+          EXPECT_GE(t[i].sms_used, 1) << i;
+          EXPECT_LE(t[i].sms_used, kTraceMaxSms) << i;
+          EXPECT_GE(t[i].max_blocks_per_sm, 1) << i;
           EXPECT_LE(t[i].entry_ns, t[i].release_ns) << i;
           EXPECT_LE(t[i].release_ns, t[i].exit_ns) << i;
           // PDL: no launch passes pdl_wait before every block of the one before has exited.
