@@ -396,23 +396,21 @@ TEST(GemvPair, SameBitsAsOneLaunchPerType) {
         auto together = to_host(out);
         apart.resize(static_cast<size_t>(m * n));
         together.resize(apart.size());
-        if (reduce == GemvReduce::Auto && m <= 8) {  // the cluster's sums pushed (kGemvEarlyPush): the same bits
+        // The cluster's other routes to the same sums (GemvEarly bits): the same bits.
+        struct Route {
+          int32_t bits;
+          int max_m;
+          const char* name;
+        };
+        for (const Route route : {Route{kGemvEarlyPush, 8, "pushed sums"}, Route{kGemvSharedFinish, 32, "shared finish"}}) {
+          if (reduce != GemvReduce::Auto || m > route.max_m) continue;
           poisoned();
-          p.early_loads = kGemvEarlyPush;
+          p.early_loads = route.bits;
           launch_gemv_pair(TensorType::Q4_K, TensorType::Q6_K, p, nullptr);
-          auto pushed = to_host(out);
-          pushed.resize(apart.size());
-          ASSERT_EQ(0, std::memcmp(apart.data(), pushed.data(), apart.size() * 4))
-              << (norm ? "normalized" : "f16") << " input, pushed sums, M=" << m;
-        }
-        if (reduce == GemvReduce::Auto) {  // every block of the cluster finishing a share (kGemvSharedFinish): the same bits
-          poisoned();
-          p.early_loads = kGemvSharedFinish;
-          launch_gemv_pair(TensorType::Q4_K, TensorType::Q6_K, p, nullptr);
-          auto shared = to_host(out);
-          shared.resize(apart.size());
-          ASSERT_EQ(0, std::memcmp(apart.data(), shared.data(), apart.size() * 4))
-              << (norm ? "normalized" : "f16") << " input, shared finish, M=" << m;
+          auto other = to_host(out);
+          other.resize(apart.size());
+          ASSERT_EQ(0, std::memcmp(apart.data(), other.data(), apart.size() * 4))
+              << (norm ? "normalized" : "f16") << " input, " << route.name << ", M=" << m;
         }
         for (float y : together) ASSERT_TRUE(std::isfinite(y));
         ASSERT_EQ(0, std::memcmp(apart.data(), together.data(), apart.size() * 4))
