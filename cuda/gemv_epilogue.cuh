@@ -150,6 +150,18 @@ __device__ inline void epilogue_logits(const GemvParams& p, const BlockRows& br,
   }
 }
 
+// The splits' partials of one element added in split order from zero: every route (counters,
+// cluster, shared finish) adds this way, so they give the same bits.
+template <int kMax>
+__device__ __forceinline__ float sum_in_split_order(const float (&part)[kMax], int n_splits) {
+  float s = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kMax; ++k) {
+    if (k < n_splits) s += part[k];
+  }
+  return s;
+}
+
 // Sum of the block's split partials in split order into vals [n_seqs][kRows]; false when another
 // block of this row block is still running (that block, the last to finish, does the rest).
 // A thread loads all splits of 4 elements before adding any: one memory latency per round.
@@ -180,16 +192,30 @@ __device__ inline bool gather_splits(const GemvParams& p, const BlockRows& br, f
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
       const int e = e0 + j * blockDim.x;
-      float s = 0.0f;
-#pragma unroll
-      for (int k = 0; k < kGemvMaxSplits; ++k) {
-        if (k < p.split.n_splits) s += part[j][k];
-      }
+      const float s = sum_in_split_order(part[j], p.split.n_splits);
       if (e < total) vals[e] = s;
     }
   }
   if (threadIdx.x == 0) p.split.counters[blockIdx.x] = 0;  // ready for the next launch
   return true;
+}
+
+// Each block of the cluster leaves its accumulators in its own vals ([n_seqs][kRows]) and
+// waits at the cluster barrier until every split's are in place.
+template <int kNT, int kRows>
+__device__ inline void share_cluster_accs(const GemvParams& p, const BlockRows& br, const float (&acc)[kNT][4],
+                                          float* vals) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc, [&](int n, int r, float v) { vals[n * kRows + r] = v; });
+  cooperative_groups::this_cluster().sync();
+}
+
+// Then src[k] = split k's vals (entries past n_splits alias split 0's).
+__device__ __forceinline__ void map_split_vals(int n_splits, float* vals, const float* (&src)[kGemvMaxClusterSplits]) {
+#pragma unroll
+  for (int k = 0; k < kGemvMaxClusterSplits; ++k) {
+    src[k] = cooperative_groups::this_cluster().map_shared_rank(vals, k < n_splits ? k : 0);
+  }
 }
 
 // The same sums inside a thread-block cluster of the row block's n_splits blocks: each block
@@ -198,26 +224,17 @@ __device__ inline bool gather_splits(const GemvParams& p, const BlockRows& br, f
 template <int kNT, int kRows>
 __device__ inline bool cluster_splits(const GemvParams& p, const BlockRows& br, const float (&acc)[kNT][4],
                                       float* vals) {
-  namespace cg = cooperative_groups;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc, [&](int n, int r, float v) { vals[n * kRows + r] = v; });
-  cg::cluster_group cluster = cg::this_cluster();
-  cluster.sync();  // every split's accumulators are in place
+  share_cluster_accs<kNT, kRows>(p, br, acc, vals);
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
   const bool lead = cluster.block_rank() == 0;
   if (lead) {
     const float* src[kGemvMaxClusterSplits];
-#pragma unroll
-    for (int k = 0; k < kGemvMaxClusterSplits; ++k) src[k] = cluster.map_shared_rank(vals, k < p.split.n_splits ? k : 0);
+    map_split_vals(p.split.n_splits, vals, src);
     for (int e = threadIdx.x; e < p.n_seqs * kRows; e += blockDim.x) {
       float part[kGemvMaxClusterSplits];
 #pragma unroll
       for (int k = 0; k < kGemvMaxClusterSplits; ++k) part[k] = k < p.split.n_splits ? src[k][e] : 0.0f;
-      float s = 0.0f;
-#pragma unroll
-      for (int k = 0; k < kGemvMaxClusterSplits; ++k) {
-        if (k < p.split.n_splits) s += part[k];
-      }
-      vals[e] = s;  // only this thread reads element e, of every block
+      vals[e] = sum_in_split_order(part, p.split.n_splits);  // only this thread reads element e, of every block
     }
   }
   cluster.sync();  // the other blocks' shared memory lives until the lead has read it
@@ -271,15 +288,12 @@ __device__ inline bool push_splits(const GemvParams& p, const BlockRows& br, con
 template <int kNT, int kRows>
 __device__ inline void cluster_finish(const GemvParams& p, const BlockRows& br, const float (&acc)[kNT][4],
                                       float* vals) {
-  namespace cg = cooperative_groups;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n_warps = blockDim.x >> 5;
-  for_each_acc<kNT>(br, p.n_seqs, warp, lane, acc, [&](int n, int r, float v) { vals[n * kRows + r] = v; });
-  cg::cluster_group cluster = cg::this_cluster();
-  cluster.sync();  // every split's accumulators are in place
+  share_cluster_accs<kNT, kRows>(p, br, acc, vals);
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
   const int n_splits = p.split.n_splits, rank = static_cast<int>(cluster.block_rank());
   const float* src[kGemvMaxClusterSplits];
-#pragma unroll
-  for (int k = 0; k < kGemvMaxClusterSplits; ++k) src[k] = cluster.map_shared_rank(vals, k < n_splits ? k : 0);
+  map_split_vals(n_splits, vals, src);
   const bool residual = p.out.kind == GemvOut::Residual;
   constexpr int kUnits = kRows / kGemvRowsPerBlock, kBatch = 2;  // items a warp loads at once
   const int n_items = kUnits * p.n_seqs;
@@ -313,11 +327,7 @@ __device__ inline void cluster_finish(const GemvParams& p, const BlockRows& br, 
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = br.row0 + u_of[b] * kGemvRowsPerBlock + 32 * h + lane;
-        float s = 0.0f;
-#pragma unroll
-        for (int k = 0; k < kGemvMaxClusterSplits; ++k) {
-          if (k < n_splits) s += part[b][h][k];
-        }
+        const float s = sum_in_split_order(part[b][h], n_splits);
         sq[h] = 0.0f;
         if (row >= br.n_rows) continue;
         float* dst = p.out.out + static_cast<int64_t>(n) * p.out.out_stride + br.col_begin + row;
