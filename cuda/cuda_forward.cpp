@@ -105,7 +105,6 @@ GemvParams CudaBackend::gemv_params(const GemvCall& call, int32_t n_rows, int fi
   }
   p.x_budget_bytes = tuning_.gemv_x_budget_bytes;
   p.early_loads = tuning_.gemv_early_loads;
-  p.spread_blocks = tuning_.gemv_spread;
   if (trace_) {
     int64_t size_bytes = 0;
     std::string types;  // the distinct types of [first, last), in order ("Q4_K+Q6_K" for a pair launch)

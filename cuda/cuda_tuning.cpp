@@ -25,7 +25,6 @@ constexpr Field kFields[] = {
     {"gemv_pair_max_rows", &CudaTuning::gemv_pair_max_rows},
     {"gemm_ref_rows", &CudaTuning::gemm_ref_rows},
     {"norm_pass_min_rows", &CudaTuning::norm_pass_min_rows},
-    {"gemv_spread", &CudaTuning::gemv_spread},
 };
 constexpr std::string_view kSplitsName = "gemv_splits";
 

@@ -66,11 +66,6 @@ struct CudaTuning {
   // (H100) the pass wins only for the 1B (+2 %): the 8B (-5 %) and SmolLM2 (-4 %) lose, so no
   // width rule fits (perf-notes v22c).
   int32_t norm_pass_min_rows = 3;
-  // 1: each GEMV launch pads its blocks' shared memory so that a multiprocessor holds at most
-  // ceil(blocks / multiprocessors) of them (GemvParams::spread_blocks), against the block
-  // scheduler stacking a launch's blocks (clusters, early-resident blocks) on some
-  // multiprocessors while others idle. Same bits either way. A measurement option.
-  int32_t gemv_spread = 0;
 };
 
 // Applies "key=value,key=value" to base: keys are CudaTuning's field names, values

@@ -1,7 +1,7 @@
 // chorus-cuda-bench MODEL.gguf [N...] [--trace] [--trace-tuning=SPEC] [--trace-only] [--attn-cluster-max-rows=A,B...] [--attn-chunks-per-block=A,B...]
 // [--attn-row-max-rows=A,B...] [--attn-row-warps=A,B...] [--attn-row-split-max-rows=A,B...] [--attn-row-split-parts=A,B...]
 // [--gemv-x-budget=A,B...] [--gemv-early=A,B...] [--gemv-pair-max-rows=A,B...] [--norm-pass-min-rows=A,B...]
-// [--gemv-spread=A,B...] [--gemv-splits=Q.O.U.D,...]: the CUDA backend alone
+// [--gemv-splits=Q.O.U.D,...]: the CUDA backend alone
 // (no scheduler). For each N:
 // N random prompts of 128 tokens prefilled one by one, then 128 greedy decode steps of all
 // N together, timed (aggregate decode tok/s). The tokens are checked against each
@@ -323,7 +323,6 @@ int main(int argc, char** argv) {
   std::vector<int> early_loads;       // --gemv-early=A,B,...: the same per GemvEarly bit mask
   std::vector<int> pair_max_rows;     // --gemv-pair-max-rows=A,B,...: the same per two-type launch limit
   std::vector<int> norm_pass_rows;    // --norm-pass-min-rows=A,B,...: the same per norm pass threshold
-  std::vector<int> spread;            // --gemv-spread=A,B,...: the same per CudaTuning::gemv_spread
   std::vector<std::string> splits;    // --gemv-splits=Q.O.U.D,...: the same per split override
   std::vector<cuda::CudaTuning::Splits> split_values;
   // --trace, --trace-tuning=SPEC (each flag one run; SPEC as CHORUS_CUDA_TUNING, cuda_tuning.h):
@@ -342,7 +341,6 @@ int main(int argc, char** argv) {
     if (parse_int_list(arg, "--gemv-early=", early_loads)) continue;
     if (parse_int_list(arg, "--gemv-pair-max-rows=", pair_max_rows)) continue;
     if (parse_int_list(arg, "--norm-pass-min-rows=", norm_pass_rows)) continue;
-    if (parse_int_list(arg, "--gemv-spread=", spread)) continue;
     if (parse_list(arg, "--gemv-splits=", splits)) continue;
     if (arg == "--trace") {
       trace_specs.push_back("");
@@ -470,7 +468,6 @@ int main(int argc, char** argv) {
       {"e", early_loads, &cuda::CudaTuning::gemv_early_loads},            // GemvEarly bits
       {"p", pair_max_rows, &cuda::CudaTuning::gemv_pair_max_rows},        // two-type launches up to N rows
       {"n", norm_pass_rows, &cuda::CudaTuning::norm_pass_min_rows},       // a norm pass from N rows on
-      {"b", spread, &cuda::CudaTuning::gemv_spread},                      // GEMV blocks spread over the SMs
   };
   for (const auto& setting : int_settings) {
     for (int v : setting.values) {

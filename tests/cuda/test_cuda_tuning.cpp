@@ -43,7 +43,6 @@ TEST(CudaTuningText, FormatParsesBackToTheSameSetting) {
   a.gemv_splits = {2, 4, 1, 8};
   a.gemm_ref_rows = 128;
   a.norm_pass_min_rows = 1;
-  a.gemv_spread = 1;
   const std::string text = format_cuda_tuning(a);
   auto b = parse_cuda_tuning(text, CudaTuning{});
   ASSERT_TRUE(b) << b.message();
@@ -56,7 +55,6 @@ TEST(CudaTuningText, FormatParsesBackToTheSameSetting) {
   EXPECT_EQ(b->attn_row_warps, 12);
   EXPECT_EQ(b->attn_row_split_max_rows, 2);
   EXPECT_EQ(b->attn_row_split_parts, 4);
-  EXPECT_EQ(b->gemv_spread, 1);
 }
 
 TEST(CudaTuningText, BadInputIsAnErrorThatNamesIt) {
