@@ -79,6 +79,12 @@ struct DecodeAttentionParams {
   // a multiprocessor, for one cluster barrier); the same bits. 0: never.
   int32_t row_split_max_rows = 0;
   int32_t row_split_parts = 2;
+  // How a row block stages its cached rows: 1: K and V before the wait (one phase); 2: K
+  // before the wait and V into K's place after the scores (two phases: about half the shared
+  // memory, so twice the blocks a multiprocessor); 0: the launch's choice, two phases only
+  // where they let all of its blocks be resident at once and one phase does not
+  // (attention_row.cu). The same bits every way.
+  int32_t row_kv_phases = 0;
   TraceSpan* trace = nullptr;  // step_trace.h: stamped by every block when set
 };
 // Up to this many chunks per row (grid_chunks), a (kv head, row)'s chunk blocks form a

@@ -168,9 +168,12 @@ __device__ __forceinline__ void chunk_pv_pairs(const Rows& rows, int n_pos, int 
 // (8-element pieces of its K row against the broadcast query, in order; no reduction across
 // lanes), so the softmax runs in registers, and P.V takes position i's weight from lane i.
 // Reads q, then (cluster merge) o may overwrite it, after a __syncwarp().
-template <int kP, typename Rows>
-__device__ __forceinline__ void attend_head(const AttentionParams& p, const float* q, int n_pos, const Rows& rows,
-                                            float* ml, float* o) {
+// Split in two: attend_scores (the softmax partial; returns the lane's weight e) and
+// attend_pv (the P.V from those weights), so that a row block may read V only after the scores
+// (attention_row.cu's two phases) with the same arithmetic, hence the same bits.
+template <typename Rows>
+__device__ __forceinline__ float attend_scores(const AttentionParams& p, const float* q, int n_pos, const Rows& rows,
+                                               float* ml) {
   static_assert(kAttnChunkTokens == 32, "a lane per chunk position");
   const int hd = p.head_dim, hd2 = hd / 2;
   const int lane = threadIdx.x & 31;
@@ -218,13 +221,27 @@ __device__ __forceinline__ void attend_head(const AttentionParams& p, const floa
     ml[0] = m;
     ml[1] = l;
   }
+  return e;
+}
 
-  __syncwarp();  // every lane has read q (the cluster sink overwrites it)
+// The unnormalized P.V of one head over a chunk's n_pos rows into o[0, hd), position i's weight
+// in lane i's e (attend_scores).
+template <int kP, typename Rows>
+__device__ __forceinline__ void attend_pv(const AttentionParams& p, int n_pos, const Rows& rows, float e, float* o) {
+  const int hd = p.head_dim, lane = threadIdx.x & 31;
   if (hd % 8 == 0 && hd <= 64) {
     chunk_pv_pieces(rows, n_pos, hd, e, lane, o);
   } else {
     chunk_pv_pairs<kP>(rows, n_pos, hd, e, lane, o);
   }
+}
+
+template <int kP, typename Rows>
+__device__ __forceinline__ void attend_head(const AttentionParams& p, const float* q, int n_pos, const Rows& rows,
+                                            float* ml, float* o) {
+  const float e = attend_scores(p, q, n_pos, rows, ml);
+  __syncwarp();  // every lane has read q (the cluster sink overwrites it)
+  attend_pv<kP>(p, n_pos, rows, e, o);
 }
 
 // Needs s.q_s filled and the rows readable, then a __syncthreads(); ends with the partials

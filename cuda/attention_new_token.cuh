@@ -119,17 +119,19 @@ struct NewToken {
     }
   }
 
-  // The same K and V halves into the new token's staged rows k_s / v_s (after store()).
+  // The same K and V halves into the new token's staged rows k_s / v_s (after store()); kK /
+  // kV false leave that row out (attention_row.cu stages V after the scores).
+  template <bool kK = true, bool kV = true>
   __device__ void stage(const DecodeAttentionParams& d, __half* k_s, __half* v_s) const {
     int i0, i1, freq;
-    if (k_pair(d, i0, i1, freq)) {
+    if (kK && k_pair(d, i0, i1, freq)) {
       k_s[i0] = k_h[0];
       k_s[i1] = k_h[1];
     }
 #pragma unroll
     for (int n = 0; n < kVIters; ++n) {
       const int i = threadIdx.x + n * kAttnThreads;
-      if (i < d.attn.head_dim) v_s[i] = v_h[n];
+      if (kV && i < d.attn.head_dim) v_s[i] = v_h[n];
     }
   }
 };
@@ -137,7 +139,8 @@ struct NewToken {
 // Copies the cached K and V rows at row_off[0, n_pos) except row `skip` (the new token's, not
 // written yet) into k_s / v_s (rows staged_row_pitch apart), asynchronously, every thread of
 // the block taking a share: 16-byte pieces when head_dim is a multiple of 8 (the cache rows
-// are then 16-byte aligned), else 4-byte ones.
+// are then 16-byte aligned), else 4-byte ones. kK / kV false leave those rows out.
+template <bool kK = true, bool kV = true>
 __device__ __forceinline__ void stage_cached_kv(const AttentionParams& p, const int64_t* row_off, int n_pos, int skip,
                                                 __half* k_s, __half* v_s) {
   const int hd = p.head_dim, pitch = staged_row_pitch(hd);
@@ -148,11 +151,11 @@ __device__ __forceinline__ void stage_cached_kv(const AttentionParams& p, const 
     if (i == skip) continue;
     const int64_t src = row_off[i] + e;
     if (piece == 8) {
-      cp_async16(k_s + i * pitch + e, p.k_cache + src, 16);
-      cp_async16(v_s + i * pitch + e, p.v_cache + src, 16);
+      if (kK) cp_async16(k_s + i * pitch + e, p.k_cache + src, 16);
+      if (kV) cp_async16(v_s + i * pitch + e, p.v_cache + src, 16);
     } else {
-      cp_async4(k_s + i * pitch + e, p.k_cache + src);
-      cp_async4(v_s + i * pitch + e, p.v_cache + src);
+      if (kK) cp_async4(k_s + i * pitch + e, p.k_cache + src);
+      if (kV) cp_async4(v_s + i * pitch + e, p.v_cache + src);
     }
   }
   cp_async_commit();

@@ -11,7 +11,9 @@
 // multiprocessor's issue slots and shared-memory bandwidth. So at few rows a row may be split
 // over a cluster of 2 or 4 blocks (row_split_*, perf-notes v23b): each stages and attends its
 // share of the row's chunks and writes the partials into the first block's shared memory, which
-// merges them as before after one cluster barrier.
+// merges them as before after one cluster barrier. Where one block a multiprocessor would put a
+// launch's blocks in two waves (the 8B at 32 rows), a block may stage V only after the scores,
+// into K's place (row_kv_phases, two phases), so that two blocks share a multiprocessor.
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -48,12 +50,14 @@ __host__ __device__ constexpr int row_part_rows(int grid_chunks, int n_parts) {
 }
 
 // Dynamic shared memory of a row block for p: the K rows and the V rows of its share of the
-// chunks (staged_row_pitch apart), then the items' unnormalized outputs [group][grid_chunks][head_dim].
-size_t row_dynamic_bytes(const AttentionParams& p, int n_parts) {
+// chunks (staged_row_pitch apart; in two phases V takes K's place), then the items'
+// unnormalized outputs [group][grid_chunks][head_dim], then in two phases the items' weights
+// [group][grid_chunks][kAttnChunkTokens] between the scores and P.V.
+size_t row_dynamic_bytes(const AttentionParams& p, int n_parts, int kv_phases) {
   const size_t rows = static_cast<size_t>(row_part_rows(p.grid_chunks, n_parts));
-  const size_t group = static_cast<size_t>(p.n_heads / p.n_kv_heads);
-  return 2 * rows * staged_row_pitch(p.head_dim) * sizeof(__half) +
-         group * p.grid_chunks * p.head_dim * sizeof(float);
+  const size_t items = static_cast<size_t>(p.n_heads / p.n_kv_heads) * p.grid_chunks;
+  const size_t staged = (kv_phases == 2 ? 1 : 2) * rows * staged_row_pitch(p.head_dim) * sizeof(__half);
+  return staged + items * p.head_dim * sizeof(float) + (kv_phases == 2 ? items * kAttnChunkTokens * sizeof(float) : 0);
 }
 
 template <int kG, int kP>
@@ -71,11 +75,16 @@ __device__ __forceinline__ void attention_row_block(const DecodeAttentionParams&
   const int p0 = c0 * kAttnChunkTokens, n_mine = max(0, min(len, c1 * kAttnChunkTokens) - p0);  // and positions
   const bool writes_kv = pos >= p0 && pos < p0 + n_mine;  // the new token's chunk is this block's
   const int pitch = staged_row_pitch(hd), rows_cap = row_part_rows(p.grid_chunks, n_parts);
+  // Two phases (DecodeAttentionParams::row_kv_phases, set by the launch): the scores from the K
+  // rows, then V into their place and P.V from the weights kept in e_s. The items' arithmetic
+  // is attend_head's, split at its __syncwarp, so the bits are the same.
+  const bool two_phases = d.row_kv_phases == 2;
   __half* k_s = reinterpret_cast<__half*>(dyn_s);
-  __half* v_s = k_s + rows_cap * pitch;
+  __half* v_s = two_phases ? k_s : k_s + rows_cap * pitch;
   // [group][grid_chunks][hd]: every chunk's partial output, in the first block's shared memory
   // (the other blocks of a cluster write their chunks' there, like their (max, sum) in s.ml).
-  float* part_o = reinterpret_cast<float*>(v_s + rows_cap * pitch);
+  float* part_o = reinterpret_cast<float*>(k_s + (two_phases ? 1 : 2) * rows_cap * pitch);
+  float* e_s = part_o + group * p.grid_chunks * hd;  // two phases: [group][grid_chunks][32] weights
   float* sink_o = part_o;
   float(*sink_ml)[kAttnMaxClusterChunks][2] = s.ml;
   if (n_parts > 1) {
@@ -89,7 +98,11 @@ __device__ __forceinline__ void attention_row_block(const DecodeAttentionParams&
   NewToken<kG, kP> tok;
   for (int i = threadIdx.x; i < n_mine; i += blockDim.x) s.row_off[i] = cache_row(p, row, kvh, p0 + i);
   __syncthreads();
-  stage_cached_kv(p, s.row_off, n_mine, pos - p0, k_s, v_s);
+  if (two_phases) {
+    stage_cached_kv<true, false>(p, s.row_off, n_mine, pos - p0, k_s, nullptr);
+  } else {
+    stage_cached_kv(p, s.row_off, n_mine, pos - p0, k_s, v_s);
+  }
   if (token_thread) tok.angles(d, pos, writes_kv);
   const int64_t kv_off = writes_kv ? s.row_off[pos - p0] : 0;
   pdl_wait();
@@ -99,7 +112,8 @@ __device__ __forceinline__ void attention_row_block(const DecodeAttentionParams&
   if (token_thread) {
     tok.load(d, d.qkv + static_cast<int64_t>(row) * d.qkv_stride, kvh, writes_kv);
     tok.store(d, s.q_s, kv_off, writes_kv);
-    if (writes_kv) tok.stage(d, k_s + (pos - p0) * pitch, v_s + (pos - p0) * pitch);
+    if (writes_kv && two_phases) tok.template stage<true, false>(d, k_s + (pos - p0) * pitch, nullptr);
+    if (writes_kv && !two_phases) tok.stage(d, k_s + (pos - p0) * pitch, v_s + (pos - p0) * pitch);
   }
   trace_phase(d.trace, 0);
   cp_async_wait_all();
@@ -112,8 +126,26 @@ __device__ __forceinline__ void attention_row_block(const DecodeAttentionParams&
     const int local = item / group, g = item - local * group, c = c0 + local;
     const int n_pos = min(kAttnChunkTokens, len - c * kAttnChunkTokens);
     const int first = local * kAttnChunkTokens * pitch;
-    attend_head<kP>(p, s.q_s[g], n_pos, StagedRows{k_s + first, v_s + first, pitch}, &sink_ml[g][c][0],
-                    sink_o + (g * p.grid_chunks + c) * hd);
+    const StagedRows rows{k_s + first, v_s + first, pitch};
+    if (two_phases) {
+      e_s[(g * p.grid_chunks + c) * kAttnChunkTokens + lane] = attend_scores(p, s.q_s[g], n_pos, rows, &sink_ml[g][c][0]);
+    } else {
+      attend_head<kP>(p, s.q_s[g], n_pos, rows, &sink_ml[g][c][0], sink_o + (g * p.grid_chunks + c) * hd);
+    }
+  }
+  if (two_phases) {
+    __syncthreads();  // every score has read its K rows: V takes their place
+    stage_cached_kv<false, true>(p, s.row_off, n_mine, pos - p0, nullptr, v_s);
+    if (token_thread && writes_kv) tok.template stage<false, true>(d, nullptr, v_s + (pos - p0) * pitch);
+    cp_async_wait_all();
+    __syncthreads();
+    for (int item = warp; item < group * (c1 - c0); item += n_warps) {
+      const int local = item / group, g = item - local * group, c = c0 + local;
+      const int n_pos = min(kAttnChunkTokens, len - c * kAttnChunkTokens);
+      const int first = local * kAttnChunkTokens * pitch;
+      attend_pv<kP>(p, n_pos, StagedRows{k_s + first, v_s + first, pitch},
+                    e_s[(g * p.grid_chunks + c) * kAttnChunkTokens + lane], sink_o + (g * p.grid_chunks + c) * hd);
+    }
   }
   if (n_parts > 1) {
     cooperative_groups::this_cluster().sync();  // every part's partials are in the first block
@@ -172,6 +204,20 @@ int auto_row_warps(RowKernel kernel, int64_t n_blocks, size_t smem_bytes) {
   return kAttnWarps;
 }
 
+// Staging phases when the launch leaves the choice (row_kv_phases 0): two where they let every
+// block of the launch be resident at once and one phase does not. One block a multiprocessor
+// (the 8B's 162 KB at 8 chunks) puts 32 rows' 256 blocks in two waves, and a second wave can
+// neither stage its rows before the release nor while the first attends (perf-notes v23);
+// staging V after the scores costs each block a wait for V within the launch, which a block
+// sharing the multiprocessor covers.
+int auto_row_kv_phases(RowKernel kernel, int64_t n_blocks, size_t one_phase_bytes, size_t two_phase_bytes) {
+  const void* k = reinterpret_cast<const void*>(kernel);
+  const int64_t n_sms = multiprocessor_count();
+  const int64_t one = blocks_per_multiprocessor(k, kAttnWarps * 32, one_phase_bytes) * n_sms;
+  const int64_t two = blocks_per_multiprocessor(k, kAttnWarps * 32, two_phase_bytes) * n_sms;
+  return n_blocks > one && n_blocks <= two ? 2 : 1;
+}
+
 }  // namespace
 
 void prepare_attention_row_kernels() {
@@ -212,14 +258,19 @@ bool launch_attention_row(const DecodeAttentionParams& d, cudaStream_t stream) {
       }
     }
   }
-  const size_t smem_bytes = row_dynamic_bytes(p, n_parts);
-  if (smem_bytes > row_max_dynamic_bytes[v.group_index][v.pairs_index]) return false;
   const RowKernel kernel = kRowKernels[v.group_index][v.pairs_index];
   const int64_t n_blocks = int64_t{p.n_rows} * p.n_kv_heads * n_parts;
+  DecodeAttentionParams launch_d = d;
+  launch_d.row_kv_phases = d.row_kv_phases == 1 || d.row_kv_phases == 2
+                               ? d.row_kv_phases
+                               : auto_row_kv_phases(kernel, n_blocks, row_dynamic_bytes(p, n_parts, 1),
+                                                    row_dynamic_bytes(p, n_parts, 2));
+  const size_t smem_bytes = row_dynamic_bytes(p, n_parts, launch_d.row_kv_phases);
+  if (smem_bytes > row_max_dynamic_bytes[v.group_index][v.pairs_index]) return false;
   const int warps = d.row_warps > 0 ? std::clamp(d.row_warps, kAttnWarps, kAttnRowMaxWarps)  // NewToken needs kAttnThreads
                                     : auto_row_warps(kernel, n_blocks, smem_bytes);
   launch_pdl_clustered(kernel, dim3(n_parts, p.n_kv_heads, p.n_rows), dim3(warps * 32), smem_bytes,
-                       dim3(n_parts, 1, 1), stream, d);
+                       dim3(n_parts, 1, 1), stream, launch_d);
   return true;
 }
 

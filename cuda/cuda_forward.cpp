@@ -236,6 +236,7 @@ void CudaBackend::enqueue_attention_gemv(int32_t il, int32_t n_rows, int32_t gri
     d.row_warps = tuning_.attn_row_warps;
     d.row_split_max_rows = tuning_.attn_row_split_max_rows;
     d.row_split_parts = tuning_.attn_row_split_parts;
+    d.row_kv_phases = tuning_.attn_row_kv_phases;
     d.trace = trace_slot("attn", 0);
     launch_attention_decode(d, stream_->get());
     return;

@@ -20,6 +20,7 @@ constexpr Field kFields[] = {
     {"attn_row_warps", &CudaTuning::attn_row_warps},
     {"attn_row_split_max_rows", &CudaTuning::attn_row_split_max_rows},
     {"attn_row_split_parts", &CudaTuning::attn_row_split_parts},
+    {"attn_row_kv_phases", &CudaTuning::attn_row_kv_phases},
     {"gemv_x_budget_bytes", &CudaTuning::gemv_x_budget_bytes},
     {"gemv_early_loads", &CudaTuning::gemv_early_loads},
     {"gemv_pair_max_rows", &CudaTuning::gemv_pair_max_rows},

@@ -35,6 +35,9 @@ struct CudaTuning {
   int32_t attn_row_split_max_rows = 8;
   // Blocks a split row takes at most (2 or 4). 4 measured no faster than 2 (perf-notes v23d).
   int32_t attn_row_split_parts = 2;
+  // How row blocks stage their cached rows (DecodeAttentionParams::row_kv_phases): 0 the
+  // launch's choice, 1 K and V together, 2 V after the scores. Same bits either way.
+  int32_t attn_row_kv_phases = 0;
   // Shared memory for a GEMV launch's x chunks (GemvParams::x_budget_bytes; 0: the defaults of
   // gemv.h). Smaller chunks let more blocks share a multiprocessor.
   int32_t gemv_x_budget_bytes = 0;

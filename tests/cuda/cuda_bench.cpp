@@ -1,5 +1,6 @@
 // chorus-cuda-bench MODEL.gguf [N...] [--trace] [--trace-tuning=SPEC] [--trace-only] [--attn-cluster-max-rows=A,B...] [--attn-chunks-per-block=A,B...]
 // [--attn-row-max-rows=A,B...] [--attn-row-warps=A,B...] [--attn-row-split-max-rows=A,B...] [--attn-row-split-parts=A,B...]
+// [--attn-row-kv-phases=A,B...]
 // [--gemv-x-budget=A,B...] [--gemv-early=A,B...] [--gemv-pair-max-rows=A,B...] [--norm-pass-min-rows=A,B...]
 // [--gemv-splits=Q.O.U.D,...]: the CUDA backend alone
 // (no scheduler). For each N:
@@ -10,7 +11,8 @@
 // GEMV x chunk budget (CudaTuning; rows "xA N ..."), GEMV early-load bits (gemv.h GemvEarly;
 // rows "eA N ..."), the most rows of two-type launches (rows "pA N ...") and the fewest rows
 // normalized in a pass of their own (rows "nA N ..."), the row route's limits (rows "rA", "hA":
-// split rows up to A rows, "qA": A blocks a split row, "wA": A warps a row block).
+// split rows up to A rows, "qA": A blocks a split row, "wA": A warps a row block, "vA": row
+// blocks staging K and V in A phases, 0 the launch's choice).
 // Split counts (CudaTuning::gemv_splits: q|k|v, output, gate|up, down; 0 keeps the
 // default) change the rounding, so their rows "sQ.O.U.D N ..." compare against solo runs
 // under the same splits.
@@ -319,6 +321,7 @@ int main(int argc, char** argv) {
   std::vector<int> row_warps;         // --attn-row-warps=A,B,...: the same per row-block warps (row route on)
   std::vector<int> row_split_rows;    // --attn-row-split-max-rows=A,B,...: the same per row-split limit
   std::vector<int> row_split_parts;   // --attn-row-split-parts=A,B,...: the same per blocks a split row
+  std::vector<int> row_kv_phases;     // --attn-row-kv-phases=A,B,...: the same per row-block staging phases
   std::vector<int> x_budgets;         // --gemv-x-budget=A,B,...: the same per GEMV x budget (bytes)
   std::vector<int> early_loads;       // --gemv-early=A,B,...: the same per GemvEarly bit mask
   std::vector<int> pair_max_rows;     // --gemv-pair-max-rows=A,B,...: the same per two-type launch limit
@@ -337,6 +340,7 @@ int main(int argc, char** argv) {
     if (parse_int_list(arg, "--attn-row-warps=", row_warps)) continue;
     if (parse_int_list(arg, "--attn-row-split-max-rows=", row_split_rows)) continue;
     if (parse_int_list(arg, "--attn-row-split-parts=", row_split_parts)) continue;
+    if (parse_int_list(arg, "--attn-row-kv-phases=", row_kv_phases)) continue;
     if (parse_int_list(arg, "--gemv-x-budget=", x_budgets)) continue;
     if (parse_int_list(arg, "--gemv-early=", early_loads)) continue;
     if (parse_int_list(arg, "--gemv-pair-max-rows=", pair_max_rows)) continue;
@@ -464,6 +468,7 @@ int main(int argc, char** argv) {
       {"r", row_max_rows, &cuda::CudaTuning::attn_row_max_rows},          // attention row route up to N rows
       {"h", row_split_rows, &cuda::CudaTuning::attn_row_split_max_rows},   // rows split over blocks up to N rows
       {"q", row_split_parts, &cuda::CudaTuning::attn_row_split_parts},     // blocks a split row
+      {"v", row_kv_phases, &cuda::CudaTuning::attn_row_kv_phases},         // row blocks' K/V staging phases
       {"x", x_budgets, &cuda::CudaTuning::gemv_x_budget_bytes},          // GEMV x chunks in that budget
       {"e", early_loads, &cuda::CudaTuning::gemv_early_loads},            // GemvEarly bits
       {"p", pair_max_rows, &cuda::CudaTuning::gemv_pair_max_rows},        // two-type launches up to N rows

@@ -99,12 +99,16 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
   // rope_positions > 0: the rotations of positions [0, rope_positions) come from a table
   // (rope_table.h) built by the kernels' own function; later positions are computed.
   DeviceBuffer<float2> rope_cs(static_cast<size_t>(kMaxBlocks * kBlockTokens) * hd / 2);
-  // row_warps >= 0: the row route (attention_row.cu) where the launch allows it, blocks of that
-  // many warps (0: the launch's choice), each row in one block or (split_parts 2, 4) over a
-  // cluster of that many (fewer where the launch's blocks would not get a multiprocessor each);
-  // -1: the chunk blocks.
-  auto run = [&](int r0, int n, int grid_chunks, int per_block = 1, int rope_positions = 0, int row_warps = -1,
-                 int split_parts = 1) {
+  // row.warps >= 0: the row route (attention_row.cu) where the launch allows it, blocks of that
+  // many warps (0: the launch's choice), each row in one block or (split 2, 4) over a cluster of
+  // that many (fewer where the launch's blocks would not get a multiprocessor each), staging K
+  // and V in kv_phases (0: the launch's choice); -1: the chunk blocks.
+  struct RowRoute {
+    int warps = -1;
+    int split = 1;
+    int kv_phases = 0;
+  };
+  auto run = [&](int r0, int n, int grid_chunks, int per_block = 1, int rope_positions = 0, RowRoute row = {}) {
     CHORUS_CUDA_CHECK(cudaMemset(out.get(), 0xff, out.size_bytes()));
     DecodeAttentionParams d;
     d.attn.k_cache = reinterpret_cast<__half*>(dk.get());
@@ -129,10 +133,11 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
     d.rope = rope;
     d.counters = counters.get();
     d.chunks_per_block = per_block;
-    d.row_max_rows = row_warps >= 0 ? kAttnMaxRowsPerLaunch : 0;
-    d.row_warps = row_warps;
-    d.row_split_max_rows = split_parts > 1 ? kAttnMaxRowsPerLaunch : 0;
-    d.row_split_parts = split_parts;
+    d.row_max_rows = row.warps >= 0 ? kAttnMaxRowsPerLaunch : 0;
+    d.row_warps = row.warps;
+    d.row_split_max_rows = row.split > 1 ? kAttnMaxRowsPerLaunch : 0;
+    d.row_split_parts = row.split;
+    d.row_kv_phases = row.kv_phases;
     if (rope_positions > 0) {
       launch_rope_table(rope, rope_positions, rope_cs.get(), nullptr);
       d.rope_cs = rope_cs.get();
@@ -245,32 +250,42 @@ TEST_P(DecodeAttentionTest, MatchesCpuReference) {
   // among the warps at 7; more warps than items at 24; 0: the launch's choice), alone and
   // together; a launch whose rows need more chunks than a cluster takes takes the chunk blocks.
   // Split over a cluster of two or four: rows of one chunk leave the other blocks without chunks.
-  for (int split : {1, 2, 4}) {
-    for (int warps : {4, 7, 16, 24, 0}) {
-      EXPECT_EQ(0, std::memcmp(run(0, 5, kAttnMaxClusterChunks, 1, 0, warps, split).data(), got.data(), 5 * q_dim * 4))
-          << "rows 0-4 as row blocks of " << warps << " warps, split " << split;
-    }
-    for (int r = 0; r < 5; ++r) {
-      int grid = 1;
-      while (grid * kAttnChunkTokens < lens[static_cast<size_t>(r)]) grid *= 2;
-      EXPECT_EQ(0, std::memcmp(run(r, 1, grid, 1, 0, 16, split).data(), got.data() + static_cast<size_t>(r) * q_dim,
-                               q_dim * 4))
-          << "row " << r << " alone as row blocks, split " << split;
+  // K and V staged together (1), or V after the scores in K's place (2).
+  for (int phases : {1, 2}) {
+    for (int split : {1, 2, 4}) {
+      for (int warps : {4, 7, 16, 24, 0}) {
+        EXPECT_EQ(0, std::memcmp(run(0, 5, kAttnMaxClusterChunks, 1, 0, {warps, split, phases}).data(), got.data(),
+                                 5 * q_dim * 4))
+            << "rows 0-4 as row blocks of " << warps << " warps, split " << split << ", " << phases << " phases";
+      }
+      for (int r = 0; r < 5; ++r) {
+        int grid = 1;
+        while (grid * kAttnChunkTokens < lens[static_cast<size_t>(r)]) grid *= 2;
+        EXPECT_EQ(0, std::memcmp(run(r, 1, grid, 1, 0, {16, split, phases}).data(),
+                                 got.data() + static_cast<size_t>(r) * q_dim, q_dim * 4))
+            << "row " << r << " alone as row blocks, split " << split << ", " << phases << " phases";
+      }
     }
   }
-  EXPECT_EQ(0, std::memcmp(run(0, rows, max_chunks, 1, 0, 16).data(), got.data(), got.size() * 4))
+  EXPECT_EQ(0, std::memcmp(run(0, rows, max_chunks, 1, 0, {16}).data(), got.data(), got.size() * 4))
       << "row route asked for rows past its chunks";
-  for (int split : {1, 2, 4}) {  // from the original cache: the row blocks write the new token's K and V as the chunk blocks do
-    CHORUS_CUDA_CHECK(cudaMemcpy(dk.get(), k_cache.data(), dk.size_bytes(), cudaMemcpyHostToDevice));
-    CHORUS_CUDA_CHECK(cudaMemcpy(dv.get(), v_cache.data(), dv.size_bytes(), cudaMemcpyHostToDevice));
-    EXPECT_EQ(0, std::memcmp(run(0, 5, kAttnMaxClusterChunks, 1, 200, 16, split).data(), got.data(), 5 * q_dim * 4))
-        << "rows 0-4 as row blocks from the original cache, rotations from a table, split " << split;
-    run(5, 2, max_chunks);
-    std::vector<uint16_t> k_row(cache_elems), v_row(cache_elems);
-    CHORUS_CUDA_CHECK(cudaMemcpy(k_row.data(), dk.get(), dk.size_bytes(), cudaMemcpyDeviceToHost));
-    CHORUS_CUDA_CHECK(cudaMemcpy(v_row.data(), dv.get(), dv.size_bytes(), cudaMemcpyDeviceToHost));
-    EXPECT_EQ(0, std::memcmp(k_row.data(), k_after.data(), k_row.size() * 2)) << "K written by the row blocks, split " << split;
-    EXPECT_EQ(0, std::memcmp(v_row.data(), v_after.data(), v_row.size() * 2)) << "V written by the row blocks, split " << split;
+  for (int phases : {1, 2}) {  // from the original cache: the row blocks write the new token's K and V as the chunk blocks do
+    for (int split : {1, 2, 4}) {
+      CHORUS_CUDA_CHECK(cudaMemcpy(dk.get(), k_cache.data(), dk.size_bytes(), cudaMemcpyHostToDevice));
+      CHORUS_CUDA_CHECK(cudaMemcpy(dv.get(), v_cache.data(), dv.size_bytes(), cudaMemcpyHostToDevice));
+      EXPECT_EQ(0, std::memcmp(run(0, 5, kAttnMaxClusterChunks, 1, 200, {16, split, phases}).data(), got.data(),
+                               5 * q_dim * 4))
+          << "rows 0-4 as row blocks from the original cache, rotations from a table, split " << split << ", "
+          << phases << " phases";
+      run(5, 2, max_chunks);
+      std::vector<uint16_t> k_row(cache_elems), v_row(cache_elems);
+      CHORUS_CUDA_CHECK(cudaMemcpy(k_row.data(), dk.get(), dk.size_bytes(), cudaMemcpyDeviceToHost));
+      CHORUS_CUDA_CHECK(cudaMemcpy(v_row.data(), dv.get(), dv.size_bytes(), cudaMemcpyDeviceToHost));
+      EXPECT_EQ(0, std::memcmp(k_row.data(), k_after.data(), k_row.size() * 2))
+          << "K written by the row blocks, split " << split << ", " << phases << " phases";
+      EXPECT_EQ(0, std::memcmp(v_row.data(), v_after.data(), v_row.size() * 2))
+          << "V written by the row blocks, split " << split << ", " << phases << " phases";
+    }
   }
   // Several chunks per block (a block whose first chunk holds the new token, blocks with fewer
   // chunks than the others, rows shorter than a block, a row in one block), and the launch's

@@ -37,6 +37,7 @@ TEST(CudaTuningText, FormatParsesBackToTheSameSetting) {
   a.attn_row_warps = 12;
   a.attn_row_split_max_rows = 2;
   a.attn_row_split_parts = 4;
+  a.attn_row_kv_phases = 2;
   a.gemv_x_budget_bytes = 16384;
   a.gemv_early_loads = 1;
   a.gemv_pair_max_rows = 9;
@@ -55,6 +56,7 @@ TEST(CudaTuningText, FormatParsesBackToTheSameSetting) {
   EXPECT_EQ(b->attn_row_warps, 12);
   EXPECT_EQ(b->attn_row_split_max_rows, 2);
   EXPECT_EQ(b->attn_row_split_parts, 4);
+  EXPECT_EQ(b->attn_row_kv_phases, 2);
 }
 
 TEST(CudaTuningText, BadInputIsAnErrorThatNamesIt) {
