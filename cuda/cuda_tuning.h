@@ -36,7 +36,9 @@ struct CudaTuning {
   // Blocks a split row takes at most (2 or 4). 4 measured no faster than 2 (perf-notes v23d).
   int32_t attn_row_split_parts = 2;
   // How row blocks stage their cached rows (DecodeAttentionParams::row_kv_phases): 0 the
-  // launch's choice, 1 K and V together, 2 V after the scores. Same bits either way.
+  // launch's choice, 1 K and V together, 2 V after the scores. Same bits either way. H100, the
+  // choice against 1: 8B N = 24 / 32 +3.6 / +3.7 %, N = 1 / 8 and the 1B unchanged; 2 forced
+  // where one wave already fits loses 1-9 % (perf-notes v30).
   int32_t attn_row_kv_phases = 0;
   // Shared memory for a GEMV launch's x chunks (GemvParams::x_budget_bytes; 0: the defaults of
   // gemv.h). Smaller chunks let more blocks share a multiprocessor.
