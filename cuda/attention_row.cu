@@ -209,8 +209,12 @@ int auto_row_warps(RowKernel kernel, int64_t n_blocks, size_t smem_bytes) {
 // (the 8B's 162 KB at 8 chunks) puts 32 rows' 256 blocks in two waves, and a second wave can
 // neither stage its rows before the release nor while the first attends (perf-notes v23);
 // staging V after the scores costs each block a wait for V within the launch, which a block
-// sharing the multiprocessor covers.
-int auto_row_kv_phases(RowKernel kernel, int64_t n_blocks, size_t one_phase_bytes, size_t two_phase_bytes) {
+// sharing the multiprocessor covers. Where one phase does not fit a block's shared memory at
+// all (max_bytes), the launch keeps taking the chunk blocks: two phases are measured only as
+// the cure for two waves.
+int auto_row_kv_phases(RowKernel kernel, int64_t n_blocks, size_t one_phase_bytes, size_t two_phase_bytes,
+                       size_t max_bytes) {
+  if (one_phase_bytes > max_bytes) return 1;
   const void* k = reinterpret_cast<const void*>(kernel);
   const int64_t n_sms = multiprocessor_count();
   const int64_t one = blocks_per_multiprocessor(k, kAttnWarps * 32, one_phase_bytes) * n_sms;
@@ -259,14 +263,15 @@ bool launch_attention_row(const DecodeAttentionParams& d, cudaStream_t stream) {
     }
   }
   const RowKernel kernel = kRowKernels[v.group_index][v.pairs_index];
+  const size_t max_bytes = row_max_dynamic_bytes[v.group_index][v.pairs_index];
   const int64_t n_blocks = int64_t{p.n_rows} * p.n_kv_heads * n_parts;
   DecodeAttentionParams launch_d = d;
   launch_d.row_kv_phases = d.row_kv_phases == 1 || d.row_kv_phases == 2
                                ? d.row_kv_phases
                                : auto_row_kv_phases(kernel, n_blocks, row_dynamic_bytes(p, n_parts, 1),
-                                                    row_dynamic_bytes(p, n_parts, 2));
+                                                    row_dynamic_bytes(p, n_parts, 2), max_bytes);
   const size_t smem_bytes = row_dynamic_bytes(p, n_parts, launch_d.row_kv_phases);
-  if (smem_bytes > row_max_dynamic_bytes[v.group_index][v.pairs_index]) return false;
+  if (smem_bytes > max_bytes) return false;
   const int warps = d.row_warps > 0 ? std::clamp(d.row_warps, kAttnWarps, kAttnRowMaxWarps)  // NewToken needs kAttnThreads
                                     : auto_row_warps(kernel, n_blocks, smem_bytes);
   launch_pdl_clustered(kernel, dim3(n_parts, p.n_kv_heads, p.n_rows), dim3(warps * 32), smem_bytes,
