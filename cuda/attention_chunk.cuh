@@ -160,17 +160,16 @@ __device__ __forceinline__ void chunk_pv_pairs(const Rows& rows, int n_pos, int 
   }
 }
 
-// One query head against a chunk's n_pos rows (a warp; lane = threadIdx.x & 31): q is the
-// head's query (RoPE applied, pre-scaled) in shared memory; leaves (max, sum) at ml[0], ml[1]
-// and the unnormalized output at o[0, hd). No block barrier: at small M a block is one warp
-// per scheduler, running code it has not run before, so what counts is how many instructions
-// each warp goes through, unrolled ones most. Lane L computes position L's score whole
-// (8-element pieces of its K row against the broadcast query, in order; no reduction across
-// lanes), so the softmax runs in registers, and P.V takes position i's weight from lane i.
-// Reads q, then (cluster merge) o may overwrite it, after a __syncwarp().
-// Split in two: attend_scores (the softmax partial; returns the lane's weight e) and
-// attend_pv (the P.V from those weights), so that a row block may read V only after the scores
-// (attention_row.cu's two phases) with the same arithmetic, hence the same bits.
+// One query head against a chunk's n_pos rows is attend_head below (a warp; lane =
+// threadIdx.x & 31), in two parts so that a row block may read V only after the scores
+// (attention_row.cu's two phases) with the same arithmetic, hence the same bits. No block
+// barrier: at small M a block is one warp per scheduler, running code it has not run before,
+// so what counts is how many instructions each warp goes through, unrolled ones most.
+//
+// The scores: q is the head's query (RoPE applied, pre-scaled) in shared memory. Lane L
+// computes position L's score whole (8-element pieces of its K row against the broadcast
+// query, in order; no reduction across lanes), so the softmax runs in registers; leaves the
+// chunk's (max, sum) at ml[0], ml[1] and returns lane L's weight exp(score - max).
 template <typename Rows>
 __device__ __forceinline__ float attend_scores(const AttentionParams& p, const float* q, int n_pos, const Rows& rows,
                                                float* ml) {
@@ -236,6 +235,8 @@ __device__ __forceinline__ void attend_pv(const AttentionParams& p, int n_pos, c
   }
 }
 
+// Both: (max, sum) at ml[0], ml[1] and the unnormalized output at o[0, hd). Reads q, then
+// (cluster merge) o may overwrite it, after the __syncwarp().
 template <int kP, typename Rows>
 __device__ __forceinline__ void attend_head(const AttentionParams& p, const float* q, int n_pos, const Rows& rows,
                                             float* ml, float* o) {
