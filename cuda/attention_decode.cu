@@ -42,7 +42,7 @@ __device__ void stage_chunk(const AttentionParams& p, int64_t* row_off, int chun
   const int n_pos = min(kAttnChunkTokens, len - begin);
   resolve_rows(p, row_off, chunk, kvh, row, n_pos);
   __syncthreads();
-  stage_cached_kv(p, row_off, n_pos, len - 1 - begin, k_s, v_s, threadIdx.x, blockDim.x);
+  stage_cached_kv(p, row_off, n_pos, len - 1 - begin, k_s, v_s);
 }
 
 // The last block of a (row, kv head) merges the chunk partials of the group's heads: a warp per

@@ -139,16 +139,14 @@ struct NewToken {
 // Copies the cached K and V rows at row_off[0, n_pos) except row `skip` (the new token's, not
 // written yet) into k_s / v_s (rows staged_row_pitch apart), asynchronously, every thread of
 // the block taking a share: 16-byte pieces when head_dim is a multiple of 8 (the cache rows
-// are then 16-byte aligned), else 4-byte ones. kK / kV false leave those rows out; thread and
-// n_threads: this thread's index among the n_threads that share the copies (the block's by
-// default; a warp's in attention_row.cu).
+// are then 16-byte aligned), else 4-byte ones. kK / kV false leave those rows out.
 template <bool kK = true, bool kV = true>
 __device__ __forceinline__ void stage_cached_kv(const AttentionParams& p, const int64_t* row_off, int n_pos, int skip,
-                                                __half* k_s, __half* v_s, int thread, int n_threads) {
+                                                __half* k_s, __half* v_s) {
   const int hd = p.head_dim, pitch = staged_row_pitch(hd);
   const int piece = hd % 8 == 0 ? 8 : 2;  // halves per copy
   const int per_row = hd / piece;
-  for (int v = thread; v < n_pos * per_row; v += n_threads) {
+  for (int v = threadIdx.x; v < n_pos * per_row; v += blockDim.x) {
     const int i = v / per_row, e = (v % per_row) * piece;
     if (i == skip) continue;
     const int64_t src = row_off[i] + e;

@@ -42,7 +42,6 @@ struct RowSmem {
   int64_t row_off[kRowMaxPositions];
   float ml[kG][kAttnMaxClusterChunks][2];
   float weights[kG][kAttnMaxClusterChunks];
-  int scored[kAttnMaxClusterChunks];  // two phases: the items of each chunk whose scores are done
 };
 
 // Staged rows a block of a row split in n_parts holds: its share of grid_chunks chunks.
@@ -98,12 +97,11 @@ __device__ __forceinline__ void attention_row_block(const DecodeAttentionParams&
   // Nothing here depends on the kernel waited for (attention_decode.cu's file comment).
   NewToken<kG, kP> tok;
   for (int i = threadIdx.x; i < n_mine; i += blockDim.x) s.row_off[i] = cache_row(p, row, kvh, p0 + i);
-  if (threadIdx.x < kAttnMaxClusterChunks) s.scored[threadIdx.x] = 0;
   __syncthreads();
   if (two_phases) {
-    stage_cached_kv<true, false>(p, s.row_off, n_mine, pos - p0, k_s, nullptr, threadIdx.x, blockDim.x);
+    stage_cached_kv<true, false>(p, s.row_off, n_mine, pos - p0, k_s, nullptr);
   } else {
-    stage_cached_kv(p, s.row_off, n_mine, pos - p0, k_s, v_s, threadIdx.x, blockDim.x);
+    stage_cached_kv(p, s.row_off, n_mine, pos - p0, k_s, v_s);
   }
   if (token_thread) tok.angles(d, pos, writes_kv);
   const int64_t kv_off = writes_kv ? s.row_off[pos - p0] : 0;
@@ -131,28 +129,15 @@ __device__ __forceinline__ void attention_row_block(const DecodeAttentionParams&
     const StagedRows rows{k_s + first, v_s + first, pitch};
     if (two_phases) {
       e_s[(g * p.grid_chunks + c) * kAttnChunkTokens + lane] = attend_scores(p, s.q_s[g], n_pos, rows, &sink_ml[g][c][0]);
-      // The warp that scores a chunk's last head copies the chunk's V rows into their K rows'
-      // place, while the other chunks are still being scored.
-      __syncwarp();
-      int scored = 0;
-      if (lane == 0) {
-        __threadfence_block();  // this warp's K reads before the count that lets V overwrite them
-        scored = atomicAdd(&s.scored[local], 1) + 1;
-      }
-      if (__shfl_sync(0xffffffffu, scored, 0) == group) {
-        __threadfence_block();
-        const int first_pos = local * kAttnChunkTokens;
-        stage_cached_kv<false, true>(p, s.row_off + first_pos, n_pos, pos - p0 - first_pos, nullptr,
-                                     v_s + first_pos * pitch, lane, 32);
-      }
     } else {
       attend_head<kP>(p, s.q_s[g], n_pos, rows, &sink_ml[g][c][0], sink_o + (g * p.grid_chunks + c) * hd);
     }
   }
   if (two_phases) {
-    cp_async_wait_all();
-    __syncthreads();  // every score has read its K rows, every cached V row has landed in their place
+    __syncthreads();  // every score has read its K rows: V takes their place
+    stage_cached_kv<false, true>(p, s.row_off, n_mine, pos - p0, nullptr, v_s);
     if (token_thread && writes_kv) tok.template stage<false, true>(d, nullptr, v_s + (pos - p0) * pitch);
+    cp_async_wait_all();
     __syncthreads();
     for (int item = warp; item < group * (c1 - c0); item += n_warps) {
       const int local = item / group, g = item - local * group, c = c0 + local;
