@@ -96,6 +96,28 @@ void CudaBackend::run_decode_graph(int32_t n_rows, int32_t grid_chunks) {
   ++counters_.graph_replays;
 }
 
+Status CudaBackend::check_tokens(std::span<const int32_t> tokens) const {
+  const int32_t n_vocab = model_->config.n_vocab;
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= n_vocab) {
+      return make_error("token id " + std::to_string(t) + " is out of range (the vocabulary has " +
+                        std::to_string(n_vocab) + " tokens)");
+    }
+  }
+  return Ok{};
+}
+
+Status CudaBackend::check_sampled(std::span<const int32_t> tokens, const char* what) const {
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= model_->config.n_vocab) {
+      return make_error(std::string(what) +
+                        ": the model's output is not finite numbers, so no token could be sampled; the model "
+                        "file may be damaged (check its download)");
+    }
+  }
+  return Ok{};
+}
+
 Status CudaBackend::check_seq(const SeqState& s, int32_t n_new) const {
   const int64_t end = int64_t{s.n_past} + n_new;
   if (s.n_past < 0 || end > context_tokens_) {
@@ -156,6 +178,7 @@ Result<DecodeResult> CudaBackend::decode(const DecodeBatch& batch) {
     return make_error("decode: batch of " + std::to_string(m) + " sequences (" + std::to_string(batch.tokens.size()) +
                       " tokens); this backend takes 1.." + std::to_string(max_batch_));
   }
+  CHORUS_TRY(check_tokens(batch.tokens));
   DecodeResult r;
   try {
     const int64_t t0 = now_us();
@@ -182,6 +205,7 @@ Result<DecodeResult> CudaBackend::decode(const DecodeBatch& batch) {
     CHORUS_CUDA_CHECK(cudaStreamSynchronize(s));
     const int64_t t2 = now_us();
     r.tokens.assign(out_tokens_host_.get(), out_tokens_host_.get() + m);
+    CHORUS_TRY(check_sampled(r.tokens, "decode"));
     if (batch.logits == LogitsMode::Return) {
       r.logits.assign(logits_host_.get(), logits_host_.get() + static_cast<size_t>(m) * n_vocab);
     }
@@ -217,6 +241,7 @@ Result<std::vector<PrefillResult>> CudaBackend::prefill_batch(std::span<const Pr
                         std::to_string(c.seq.seq_id) + "; this backend takes 1.." + std::to_string(max_prefill_));
     }
     CHORUS_TRY(check_seq(c.seq, n));
+    CHORUS_TRY(check_tokens(c.tokens));
     n_total += n;
   }
   if (n_total > max_prefill_) {
@@ -249,6 +274,11 @@ Result<std::vector<PrefillResult>> CudaBackend::prefill_batch(std::span<const Pr
     if (!long_chunks.empty()) run_prefill_pass(long_chunks, long_out);
   } catch (const CudaError& e) {
     return make_error(std::string("CUDA prefill: ") + e.what());
+  }
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (chunks[i].output == PrefillChunk::Output::SampleLast) {
+      CHORUS_TRY(check_sampled(std::span<const int32_t>(&results[i].sampled_token, 1), "prefill"));
+    }
   }
   return results;
 }

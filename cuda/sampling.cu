@@ -234,7 +234,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const SampleParams p) 
   const bool penalties = sp.repeat_penalty != 1.0f || sp.presence_penalty != 0.0f || sp.frequency_penalty != 0.0f;
   if (sp.temperature <= 0.0f && !penalties && p.argmax_val != nullptr) {
     const int32_t id = argmax_from_blocks(p, row, s);
-    if (threadIdx.x == 0) p.out_tokens[row] = id;
+    if (threadIdx.x == 0) p.out_tokens[row] = id < p.n_vocab ? id : -1;  // INT_MAX: every logit NaN
     return;
   }
   const float* logits = p.logits + static_cast<int64_t>(row) * p.logits_stride;
@@ -247,7 +247,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const SampleParams p) 
   int max_i;
   block_argmax(w, p.n_vocab, s, max_v, max_i);
   if (sp.temperature <= 0.0f) {
-    if (threadIdx.x == 0) p.out_tokens[row] = max_i;
+    if (threadIdx.x == 0) p.out_tokens[row] = isnan(max_v) ? -1 : max_i;
     return;
   }
   const bool use_top_k = sp.top_k > 0 && sp.top_k < p.n_vocab;
@@ -298,7 +298,8 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const SampleParams p) 
     acc += s.prob[i] / sum;
     if (u < acc) { chosen = s.cand_id[i]; break; }
   }
-  p.out_tokens[row] = chosen;
+  // NaN logits make the comparisons above false everywhere, so the chosen slot may be a filler.
+  p.out_tokens[row] = chosen >= 0 && chosen < p.n_vocab && isfinite(s.prob[0]) ? chosen : -1;
 }
 
 }  // namespace

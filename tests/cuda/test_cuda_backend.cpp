@@ -388,5 +388,50 @@ TEST(CudaBackendSampling, SeededDrawsAreReproducibleAndBatchFree) {
   }
 }
 
+// A token id outside the vocabulary is refused with a message before any device work: read as
+// an embedding row it would fault, and a fault leaves the CUDA context unusable for every chat.
+TEST(CudaBackendInput, RefusesTokenIdsOutsideTheVocabularyAndKeepsWorking) {
+  CHORUS_REQUIRE_GPU();
+  if (!fs::exists(model_for_invariance())) GTEST_SKIP() << "peer model missing";
+  auto b = open(model_for_invariance());
+  ASSERT_TRUE(b);
+  const int32_t n_vocab = b->config().n_vocab;
+  const auto table = table_for(0, 8);
+  PrefillChunk c;
+  c.seq.block_table = table;
+  c.output = PrefillChunk::Output::SampleLast;
+  for (int32_t bad : {-1, n_vocab, 1 << 30}) {
+    const std::vector<int32_t> tokens = {1, bad, 3};
+    c.tokens = tokens;
+    auto r = b->prefill(c);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.message().find("out of range"), std::string::npos) << r.message();
+    DecodeBatch batch;
+    SeqState s;
+    s.block_table = table;
+    batch.seqs.push_back(s);
+    batch.tokens.push_back(bad);
+    auto d = b->decode(batch);
+    ASSERT_FALSE(d.ok()) << bad;
+    EXPECT_NE(d.message().find("out of range"), std::string::npos) << d.message();
+  }
+  const std::vector<int32_t> good = {1, 2, 3};
+  c.tokens = good;
+  auto r = b->prefill(c);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_GE(r->sampled_token, 0);
+  EXPECT_LT(r->sampled_token, n_vocab);
+  DecodeBatch batch;
+  SeqState s;
+  s.block_table = table;
+  s.n_past = 3;
+  batch.seqs.push_back(s);
+  batch.tokens.push_back(r->sampled_token);
+  auto d = b->decode(batch);
+  ASSERT_TRUE(d.ok()) << d.message();
+  EXPECT_GE(d->tokens[0], 0);
+  EXPECT_LT(d->tokens[0], n_vocab);
+}
+
 }  // namespace
 }  // namespace chorus::cuda
