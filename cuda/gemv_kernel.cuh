@@ -55,12 +55,10 @@ struct GemvShape {
   static constexpr int kBarBytes = (kWarps * kStages * 8 + kGemvMaxRingBufs * (8 + 8 + 4) + 127) / 128 * 128;
   static constexpr int kWBytes = kWarps * kStages * kWarpTile;
   static constexpr int kMinBlocks = kWarps > kGemvWarps ? 2 : 1;  // 8 warps: <= 128 registers
-  // Q4_K: the block computes each tile's sub-block sums once (gemv_q4k_exact.cuh) into the x
-  // region after the tiles: [2 chunk buffers][chunk tile] or [ring buffer], then [column
-  // group][lane] fragments. Each warp computing them for its own tiles (as one column group did
-  // before v31) repeats the block's 8 mma a tile in every warp: a third of the tile's tensor-core
-  // work, which binds the launch (perf-notes v31).
-  static constexpr bool kBlockXsum = kType == TensorType::Q4_K;
+  // Q4_K past one column group: the block computes each tile's sub-block sums once
+  // (gemv_q4k_exact.cuh) into the x region after the tiles: [2 chunk buffers][chunk tile] or
+  // [ring buffer], then [column group][lane] fragments.
+  static constexpr bool kBlockXsum = kType == TensorType::Q4_K && kNT > 1;
   static constexpr int kXsumTileBytes = kBlockXsum ? kNT * 32 * 4 : 0;
   static_assert(kWarpTile % 16 == 0, "pipeline layout");
 };

@@ -13,10 +13,9 @@
 //   lop3 and one hfma2 give two weights (9 instructions per 8). The k-steps accumulate into
 //   tile-local sums P, scaled by d once per tile in f32.
 // - xsum_j (the sum of the activations of sub-block j, per column) comes from the tensor cores
-//   too, once per tile and block (gemv_kernel.cuh): B fragments read as an A fragment (x^T),
-//   times a 0/1 selector of the lane's sub-block; the D fragment then holds the B fragment the
-//   min product needs, one m16n8k8 per column group with A = -dmin m_j (f16) per row and
-//   sub-block.
+//   too: the B fragments already loaded, read as an A fragment (x^T), times a 0/1 selector of
+//   the lane's sub-block; the D fragment then holds the B fragment the min product needs, one
+//   m16n8k8 per column group with A = -dmin m_j (f16) per row and sub-block.
 // Numerics: the scale part is exact products summed in f32 (better than the generic route's
 // f16 weights); the min part rounds dmin * m and the sub-block sums (held as means, /32, so
 // that large activations cannot overflow f16) to f16 once each; the 32 goes into -32 dmin m,
@@ -107,10 +106,9 @@ __device__ __forceinline__ uint32_t q4k_xsum_fragment(const float (&xs)[4]) {
   return h2_as_u32(__floats2half2_rn(xs[0] + xs[2], xs[1] + xs[3]));
 }
 
-// The min product's B fragment of one column group of a tile (x_lane: the lane's B address of
-// the group in the tile). One warp computes it for the block's warps; before v31 a single
-// column group's warps each ran these same instructions in their tile loop, so the bits did
-// not change.
+// The min product's B fragment of one column group of a tile, computed on its own (x_lane:
+// the lane's B address of the group in the tile); the same instructions as the fused loop
+// below, so the bits are the same whichever computes them.
 __device__ __forceinline__ uint32_t q4k_xsum_group(uint32_t x_lane, int lane) {
   const uint32_t sel_lo = q4k_sub_block_selector(lane, false), sel_hi = q4k_sub_block_selector(lane, true);
   float xs[4];
@@ -121,10 +119,11 @@ __device__ __forceinline__ uint32_t q4k_xsum_group(uint32_t x_lane, int lane) {
 }
 
 // The tile of the warp's 16 rows against every activation row (same contract as
-// warp_tile_mma: x_lane is lane (g, t)'s swizzled B address in this tile). The block computes
-// the sub-block sums once per tile (q4k_xsum_group, gemv_kernel) and xsum_tile holds them:
-// [column group][lane] fragments, complete (in the ring, gemv_kernel.cuh) once xsum_bar has
-// completed the phase of this parity; null where a block barrier already ordered them.
+// warp_tile_mma: x_lane is lane (g, t)'s swizzled B address in this tile). One column group
+// (kNT == 1) computes its sub-block sums in the loop from the B registers it loads; with more,
+// the block computes them once per tile (q4k_xsum_group, gemv_kernel) and xsum_tile holds
+// them: [column group][lane] fragments, complete (in the ring, gemv_kernel.cuh) once xsum_bar
+// has completed the phase of this parity; null where a block barrier already ordered them.
 template <int kNT>
 __device__ __forceinline__ void warp_tile_q4k_exact(const uint8_t* wt, uint32_t x_lane, int lane, float (&acc)[kNT][4],
                                                     const uint32_t* xsum_tile, uint64_t* xsum_bar, uint32_t xsum_parity) {
@@ -132,7 +131,8 @@ __device__ __forceinline__ void warp_tile_q4k_exact(const uint8_t* wt, uint32_t 
   const int g = lane >> 2, t = lane & 3;
   const Q4KExactRow ra = q4k_exact_load(wt + g * kRec, t);
   const Q4KExactRow rb = q4k_exact_load(wt + (g + 8) * kRec, t);
-  float p[kNT][4];
+  const uint32_t sel_lo = q4k_sub_block_selector(lane, false), sel_hi = q4k_sub_block_selector(lane, true);
+  float p[kNT][4], xs[4];
 #pragma unroll
   for (int c = 0; c < 8; ++c) {
     __half2 wa[4], wb[4];
@@ -153,11 +153,18 @@ __device__ __forceinline__ void warp_tile_q4k_exact(const uint8_t* wt, uint32_t 
       }
       mma_16816(p[nt], a1, b[nt].z, b[nt].w);
     }
+    if constexpr (kNT == 1) {
+      if (c == 0) {
+        q4k_xsum_step<true>(xs, b[0], sel_lo);
+      } else {
+        q4k_xsum_step<false>(xs, b[0], c < 4 ? sel_lo : sel_hi);
+      }
+    }
   }
-  if (xsum_bar != nullptr) mbar_wait(xsum_bar, xsum_parity);  // the ring's sums of this tile
+  if (kNT > 1 && xsum_bar != nullptr) mbar_wait(xsum_bar, xsum_parity);  // the ring's sums of this tile
 #pragma unroll
   for (int nt = 0; nt < kNT; ++nt) {
-    const uint32_t b_min = xsum_tile[nt * 32 + lane];
+    const uint32_t b_min = kNT == 1 ? q4k_xsum_fragment(xs) : xsum_tile[nt * 32 + lane];
     acc[nt][0] = fmaf(ra.d, p[nt][0], acc[nt][0]);
     acc[nt][1] = fmaf(ra.d, p[nt][1], acc[nt][1]);
     acc[nt][2] = fmaf(rb.d, p[nt][2], acc[nt][2]);
