@@ -10,7 +10,7 @@
 # Stages (STAGES, comma separated): tests, bench, trace (chorus-cuda-bench-traced --trace: where
 # a graphed decode step's time goes, per launch kind; cuda/step_trace.h), profile, esynth (start
 # the Engine's synthetic 8B model in the background), assemble (a model carried in parts),
-# enginebench. TRACE_NS: the N list of stage trace (default "1 8 32"); TRACE_ARGS more of its
+# enginebench, probe (chorus-cuda-wgmma-probe: wgmma's bits and rate against mma.sync). TRACE_NS: the N list of stage trace (default "1 8 32"); TRACE_ARGS more of its
 # options (e.g. --trace-tuning=gemv_splits=0.4.0.0: one more traced run under that setting).
 # TESTS (globs separated by spaces, default test_*) picks the test binaries; PROFILE_RUNS, DETAIL and SASS (below) pick launches;
 # BENCH_ARGS go to chorus-cuda-bench after its N list (e.g. --attn-cluster-max-rows=0,8), and
@@ -79,6 +79,12 @@ if has tests; then
     done
   done
   grep -E "^\[  FAILED|Failure|Expected|Which is|error:" "$LOG" | head -30
+fi
+
+# wgmma against mma.sync (tests/cuda/wgmma_probe.cu): the same bits, and each one's tile rate.
+if has probe && [ -x "$BIN/chorus-cuda-wgmma-probe" ]; then
+  section "chorus-cuda-wgmma-probe"
+  timeout 120 "$BIN/chorus-cuda-wgmma-probe" 2>&1 | tee "$OUT/probe.txt" >> "$LOG"; R[chorus-cuda-wgmma-probe]=${PIPESTATUS[0]}
 fi
 
 if has bench || has trace || has profile; then
@@ -196,7 +202,8 @@ if has enginebench; then
 fi
 
 echo "==== summary ===="
-for k in "${!R[@]}"; do echo "test $k: rc=${R[$k]} ($(grep -A1000 "==== $k ====" "$LOG" | grep -m1 -E "PASSED|FAILED" ))"; done
+for k in "${!R[@]}"; do echo "test $k: rc=${R[$k]} ($(grep -A1000 "==== $k ====" "$LOG" | grep -m1 -E "PASSED|FAILED|^bits" ))"; done
+[ -f "$OUT/probe.txt" ] && grep -E "^(bits|rate) " "$OUT/probe.txt"
 grep -h "cosine" "$LOG" 2>/dev/null
 for m in l1b l8b; do
   [ -f "$OUT/bench_$m.txt" ] && { echo "-- $m (chorus-cuda-bench)"; grep -E "^([ckxsepnhqrw][0-9.]+ )?[0-9]+ |prefill|batch-inv|tuning:|^reference:|^greedy tokens digest|do not match" "$OUT/bench_$m.txt"; }

@@ -1,0 +1,399 @@
+// chorus-cuda-wgmma-probe: whether the GEMV's tile loop past 8 rows should move from mma.sync
+// to Hopper's warpgroup MMA (wgmma). Session 26's diagnostic builds (perf-notes) showed the 8B
+// step at N = 32 bound by each warp's tile work: loading the tile's B fragments once instead of
+// once per column group cut the traced step 9 %, and issuing no tensor-core instruction 19 %.
+// wgmma takes B straight from shared memory, once for the 4 warps of a warpgroup, and one
+// instruction covers the 4 column groups. Two questions, before any kernel is rewritten:
+//
+//  1. Bits. Batch invariance needs a sequence's result the same at every N; one column group
+//     (N <= 8) would keep mma.sync, so wgmma's sums must equal mma.sync's bit for bit. The probe
+//     multiplies the same 64 x 256 A (exact integers, as the Q4_K route's sc * q, and general
+//     f16) by a 256 x 32 B both ways and compares every element.
+//  2. Rate. A loop shaped like the Q4_K tile loop at 32 rows (per lane: a tile's 8 words of
+//     weights from shared memory, 2 instructions per 2 weights to make A, 16 k-steps), 16 warps
+//     a multiprocessor, B from shared memory: mma.sync with 16-byte B loads per column group
+//     (today's loop) against wgmma m64n32k16. Prints ns per warp-tile per multiprocessor.
+//
+// Usage: chorus-cuda-wgmma-probe [tiles_per_warp=256]
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "cuda/cuda_check.h"
+#include "cuda/device_memory.h"
+#include "cuda/mma.cuh"
+
+namespace {
+
+using chorus::cuda::DeviceBuffer;
+
+constexpr int kRowsWg = 64;    // a warpgroup's rows (4 warps x 16)
+constexpr int kCols = 32;      // activation rows (4 column groups of 8)
+constexpr int kTileK = 256;    // a tile's k (one quant record)
+constexpr int kLines = 4;      // 64-element lines of a tile's k
+constexpr int kLineBytes = 128;
+// B in shared memory, K-major with the 128-byte swizzle that a copy-engine box lands in:
+// [line][col][128 bytes], granule c of col n at granule c ^ (n % 8). wgmma reads it by
+// descriptor; the mma.sync loop reads the same bytes.
+constexpr int kBBytes = kLines * kCols * kLineBytes;  // 16 KB
+
+__host__ __device__ inline int b_offset(int n, int k) {  // bytes, element (col n, k)
+  const int line = k / 64, kk = k % 64;
+  return line * kCols * kLineBytes + n * kLineBytes + (((kk / 8) ^ (n % 8)) << 4) + (kk % 8) * 2;
+}
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ uint32_t lds32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr));
+  return v;
+}
+
+// Shared-memory matrix descriptor (PTX ISA, wgmma): start address, leading and stride byte
+// offsets (>> 4), 128-byte swizzle in bits 62-63. K-major with a 128-byte swizzle: the
+// 16-element k-step lies within one 128-byte row, so the leading offset is unused (1); 8-col
+// groups are 1024 bytes apart.
+__device__ __forceinline__ uint64_t b_desc(uint32_t addr) {
+  uint64_t d = 0;
+  d |= static_cast<uint64_t>((addr & 0x3FFFF) >> 4);
+  d |= static_cast<uint64_t>(1) << 16;
+  d |= static_cast<uint64_t>(1024 >> 4) << 32;
+  d |= static_cast<uint64_t>(1) << 62;
+  return d;
+}
+
+// B descriptor of k-step s (k = 16 s .. 16 s + 15): line s / 4, 32 bytes per step within it.
+__device__ __forceinline__ uint64_t b_desc_step(uint32_t b_base, int s) {
+  return b_desc(b_base + (s / 4) * kCols * kLineBytes + (s % 4) * 32);
+}
+
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+
+// d (64 x 32, this thread's 16) = A (regs) B (desc) + (accumulate ? d : 0).
+__device__ __forceinline__ void wgmma_m64n32k16(float (&d)[16], const uint32_t (&a)[4], uint64_t desc, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19}, %20, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
+}
+
+// Keeps the compiler from moving accumulator reads and writes across the async wgmma.
+__device__ __forceinline__ void fence_regs(float (&d)[16]) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// ---- 1. bits ----
+// a_frag: [warp][k-step][lane][4] words of A fragments (mma.sync m16n8k16 layout, rows 16w..);
+// b: 256 x 32 as f16 in b_offset layout. out_sync / out_wg: [64][32] f32.
+__global__ void __launch_bounds__(128) bits_kernel(const uint32_t* a_frag, const uint8_t* b, float* out_sync,
+                                                   float* out_wg) {
+  __shared__ __align__(1024) uint8_t bs[kBBytes];
+  for (int i = threadIdx.x; i < kBBytes / 16; i += blockDim.x) reinterpret_cast<uint4*>(bs)[i] = reinterpret_cast<const uint4*>(b)[i];
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const uint32_t base = smem_u32(bs);
+  uint32_t a[16][4];
+#pragma unroll
+  for (int s = 0; s < 16; ++s) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) a[s][j] = a_frag[((warp * 16 + s) * 32 + lane) * 4 + j];
+  }
+  // mma.sync: column group nt, k-step s: B rows (k) 2t, 2t+1 and 2t+8, 2t+9 of col 8 nt + g.
+  float c[4][4];
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    const int n = nt * 8 + g;
+#pragma unroll
+    for (int s = 0; s < 16; ++s) {
+      const uint32_t b0 = lds32(base + b_offset(n, 16 * s + 2 * t)), b1 = lds32(base + b_offset(n, 16 * s + 2 * t + 8));
+      if (s == 0) {
+        chorus::cuda::mma_16816_first(c[nt], a[s], b0, b1);
+      } else {
+        chorus::cuda::mma_16816(c[nt], a[s], b0, b1);
+      }
+    }
+  }
+  float d[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) d[i] = 0.0f;
+  fence_regs(d);
+  wg_fence();
+#pragma unroll
+  for (int s = 0; s < 16; ++s) wgmma_m64n32k16(d, a[s], b_desc_step(base, s), s > 0);
+  wg_commit();
+  wg_wait0();
+  fence_regs(d);
+  // Both D layouts: rows 16 w + g (+8), cols 8 nt + 2t (+1).
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    const int r0 = warp * 16 + g, c0 = nt * 8 + 2 * t;
+    out_sync[r0 * kCols + c0] = c[nt][0];
+    out_sync[r0 * kCols + c0 + 1] = c[nt][1];
+    out_sync[(r0 + 8) * kCols + c0] = c[nt][2];
+    out_sync[(r0 + 8) * kCols + c0 + 1] = c[nt][3];
+    out_wg[r0 * kCols + c0] = d[4 * nt];
+    out_wg[r0 * kCols + c0 + 1] = d[4 * nt + 1];
+    out_wg[(r0 + 8) * kCols + c0] = d[4 * nt + 2];
+    out_wg[(r0 + 8) * kCols + c0 + 1] = d[4 * nt + 3];
+  }
+}
+
+// ---- 2. rate ----
+// 8 warps (two warpgroups) a block, two blocks a multiprocessor, as the GEMV's 32-row blocks.
+// Each warp runs `tiles` tiles: per tile its lane's 8 words of weights from shared memory, A
+// made by lop3 + hfma2 per word half (as q4k_exact_chunk), 16 k-steps against the block's B.
+constexpr int kRateWarps = 8;
+constexpr int kWBytesWarp = 16 * 144;  // a warp's Q4_K stage
+
+struct RateOut {
+  unsigned long long ns;
+  float sink;
+};
+
+__device__ __forceinline__ uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ uint32_t lop3_ea(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+__device__ __forceinline__ uint32_t make_a(uint32_t v, uint32_t mul, uint32_t bias) {
+  __half2 h;
+  uint32_t x = lop3_ea(v, 0x000F000Fu, 0x64006400u);
+  memcpy(&h, &x, 4);
+  __half2 m, b;
+  memcpy(&m, &mul, 4);
+  memcpy(&b, &bias, 4);
+  h = __hfma2(h, m, b);
+  uint32_t r;
+  memcpy(&r, &h, 4);
+  return r;
+}
+
+// A fragments of two k-steps from one word of nibbles (8 weights a lane, as q4k_exact_chunk).
+__device__ __forceinline__ void make_chunk(uint32_t v, uint32_t mul, uint32_t bias, uint32_t (&a0)[4], uint32_t (&a1)[4]) {
+  a0[0] = make_a(v, mul, bias);
+  a0[1] = make_a(v >> 8, mul, bias);
+  a0[2] = make_a(v >> 4, mul, bias);
+  a0[3] = make_a(v >> 12, mul, bias);
+  a1[0] = make_a(v >> 16, mul, bias);
+  a1[1] = make_a(v >> 24, mul, bias);
+  a1[2] = make_a(v >> 20, mul, bias);
+  a1[3] = make_a(v >> 28, mul, bias);
+}
+
+template <bool kWgmma>
+__global__ void __launch_bounds__(kRateWarps * 32, 2) rate_kernel(int tiles, RateOut* out) {
+  extern __shared__ __align__(1024) uint8_t smem[];
+  uint8_t* bs = smem;                                      // kBBytes
+  uint8_t* ws = smem + kBBytes;                            // kRateWarps * kWBytesWarp
+  for (int i = threadIdx.x; i < (kBBytes + kRateWarps * kWBytesWarp) / 4; i += blockDim.x) {
+    reinterpret_cast<uint32_t*>(smem)[i] = 0x3C003C00u ^ (i * 2654435761u & 0x03FF03FFu);
+  }
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const uint32_t b_base = smem_u32(bs), w_lane = smem_u32(ws + warp * kWBytesWarp + lane * 16);
+  const uint32_t mul = 0x3C003C00u, bias = 0xE400E400u;
+  float acc[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) acc[i] = 0.0f;
+  __syncthreads();
+  const uint64_t t0 = global_ns();
+#pragma unroll 1
+  for (int tile = 0; tile < tiles; ++tile) {
+    uint32_t q[8];
+    const uint32_t wq = w_lane + (tile & 1) * 512;
+    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n" : "=r"(q[0]), "=r"(q[1]), "=r"(q[2]), "=r"(q[3]) : "r"(wq));
+    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n" : "=r"(q[4]), "=r"(q[5]), "=r"(q[6]), "=r"(q[7]) : "r"(wq + 512));
+    float p[16];
+    if constexpr (kWgmma) {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) p[i] = 0.0f;
+      fence_regs(p);
+#pragma unroll
+      for (int c = 0; c < 8; ++c) {
+        uint32_t a0[4], a1[4];
+        make_chunk(q[c], mul, bias, a0, a1);
+        wg_fence();  // a0 / a1 were written since the last wgmma
+        wgmma_m64n32k16(p, a0, b_desc_step(b_base, 2 * c), c > 0);
+        wgmma_m64n32k16(p, a1, b_desc_step(b_base, 2 * c + 1), 1);
+      }
+      wg_commit();
+      wg_wait0();
+      fence_regs(p);
+    } else {
+      // Today's loop: a 16-byte B load per column group covers k-steps 2c and 2c + 1.
+      float pm[4][4];
+#pragma unroll
+      for (int c = 0; c < 8; ++c) {
+        uint32_t a0[4], a1[4];
+        make_chunk(q[c], mul, bias, a0, a1);
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) {
+          uint32_t b[4];
+          const uint32_t addr = b_base + (nt * 8 + g) * 512 + t * 128 + ((c ^ ((g & 1) * 4 + t)) << 4);
+          asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n" : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3]) : "r"(addr));
+          if (c == 0) {
+            chorus::cuda::mma_16816_first(pm[nt], a0, b[0], b[1]);
+          } else {
+            chorus::cuda::mma_16816(pm[nt], a0, b[0], b[1]);
+          }
+          chorus::cuda::mma_16816(pm[nt], a1, b[2], b[3]);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < 16; ++i) p[i] = pm[i / 4][i % 4];
+    }
+    const float d = 1.0f + static_cast<float>(tile & 7) * 0.125f;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) acc[i] = fmaf(d, p[i], acc[i]);
+  }
+  __syncthreads();
+  const uint64_t t1 = global_ns();
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) s += acc[i];
+  if (threadIdx.x == 0) {
+    out[blockIdx.x].ns = t1 - t0;
+    out[blockIdx.x].sink = s;
+  }
+}
+
+float h2f(uint16_t b) {
+  __half h;
+  std::memcpy(&h, &b, 2);
+  return __half2float(h);
+}
+uint16_t f2h(float f) {
+  const __half h = __float2half_rn(f);
+  uint16_t b;
+  std::memcpy(&b, &h, 2);
+  return b;
+}
+
+// One bits case: A 64 x 256 and B 256 x 32 (as f16 values), both routes, compared.
+bool bits_case(const char* name, const std::vector<float>& a, const std::vector<float>& bm) {
+  // A fragments: warp w, k-step s, lane (g, t): rows 16w + g (+8), k 16 s + 2t (+1, +8, +9).
+  std::vector<uint32_t> frag(4 * 16 * 32 * 4);
+  auto pack = [&](int r, int k) {
+    return static_cast<uint32_t>(f2h(a[r * kTileK + k])) | (static_cast<uint32_t>(f2h(a[r * kTileK + k + 1])) << 16);
+  };
+  for (int w = 0; w < 4; ++w)
+    for (int s = 0; s < 16; ++s)
+      for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane / 4, t = lane % 4, r = w * 16 + g, k = 16 * s + 2 * t;
+        uint32_t* f = &frag[((w * 16 + s) * 32 + lane) * 4];
+        f[0] = pack(r, k);
+        f[1] = pack(r + 8, k);
+        f[2] = pack(r, k + 8);
+        f[3] = pack(r + 8, k + 8);
+      }
+  std::vector<uint8_t> b(kBBytes);
+  for (int n = 0; n < kCols; ++n)
+    for (int k = 0; k < kTileK; ++k) {
+      const uint16_t h = f2h(bm[k * kCols + n]);
+      std::memcpy(&b[b_offset(n, k)], &h, 2);
+    }
+  DeviceBuffer<uint32_t> d_frag(frag.size());
+  DeviceBuffer<uint8_t> d_b(b.size());
+  DeviceBuffer<float> d_sync(kRowsWg * kCols), d_wg(kRowsWg * kCols);
+  CHORUS_CUDA_CHECK(cudaMemcpy(d_frag.get(), frag.data(), frag.size() * 4, cudaMemcpyHostToDevice));
+  CHORUS_CUDA_CHECK(cudaMemcpy(d_b.get(), b.data(), b.size(), cudaMemcpyHostToDevice));
+  bits_kernel<<<1, 128>>>(d_frag.get(), d_b.get(), d_sync.get(), d_wg.get());
+  CHORUS_CUDA_CHECK(cudaGetLastError());
+  std::vector<float> hs(kRowsWg * kCols), hw(kRowsWg * kCols);
+  CHORUS_CUDA_CHECK(cudaMemcpy(hs.data(), d_sync.get(), hs.size() * 4, cudaMemcpyDeviceToHost));
+  CHORUS_CUDA_CHECK(cudaMemcpy(hw.data(), d_wg.get(), hw.size() * 4, cudaMemcpyDeviceToHost));
+  int differ = 0;
+  double worst_sync = 0.0, worst_wg = 0.0;
+  for (int r = 0; r < kRowsWg; ++r)
+    for (int n = 0; n < kCols; ++n) {
+      double ref = 0.0, mag = 0.0;
+      for (int k = 0; k < kTileK; ++k) {
+        const double x = static_cast<double>(h2f(f2h(a[r * kTileK + k]))) * h2f(f2h(bm[k * kCols + n]));
+        ref += x;
+        mag += std::fabs(x);
+      }
+      const float s = hs[r * kCols + n], w = hw[r * kCols + n];
+      differ += std::memcmp(&s, &w, 4) != 0;
+      worst_sync = std::max(worst_sync, std::fabs(s - ref) / (mag + 1e-30));
+      worst_wg = std::max(worst_wg, std::fabs(w - ref) / (mag + 1e-30));
+    }
+  std::printf("bits %-22s %4d of %d elements differ between mma.sync and wgmma; worst |err| / sum|x|: "
+              "mma.sync %.3g, wgmma %.3g\n",
+              name, differ, kRowsWg * kCols, worst_sync, worst_wg);
+  return worst_wg < 1e-5;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int tiles = argc > 1 ? std::atoi(argv[1]) : 256;
+  std::mt19937 rng(26);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> q(0, 15), sc(0, 63);
+  std::vector<float> a(kRowsWg * kTileK), bm(kTileK * kCols);
+  for (auto& x : bm) x = normal(rng);
+  for (int r = 0; r < kRowsWg; ++r)
+    for (int j = 0; j < 8; ++j) {
+      const int s = sc(rng);
+      for (int k = 0; k < 32; ++k) a[r * kTileK + 32 * j + k] = static_cast<float>(s * q(rng));
+    }
+  bool ok = bits_case("A = sc * q (Q4_K)", a, bm);
+  for (auto& x : a) x = normal(rng);
+  ok = bits_case("A normal f16", a, bm) && ok;
+  for (auto& x : bm) x = normal(rng) * 100.0f;
+  ok = bits_case("A normal, B x100", a, bm) && ok;
+  if (!ok) {
+    std::printf("wgmma results are wrong (layout or descriptor): no rates\n");
+    return 4;
+  }
+
+  int n_sms = 0;
+  CHORUS_CUDA_CHECK(cudaDeviceGetAttribute(&n_sms, cudaDevAttrMultiProcessorCount, 0));
+  const size_t smem = kBBytes + kRateWarps * kWBytesWarp;
+  const int blocks = 2 * n_sms;
+  DeviceBuffer<RateOut> out(static_cast<size_t>(blocks));
+  auto rate = [&](auto kernel, const char* name) {
+    CHORUS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    double best = 1e30;
+    for (int rep = 0; rep < 5; ++rep) {
+      kernel<<<blocks, kRateWarps * 32, smem>>>(tiles, out.get());
+      CHORUS_CUDA_CHECK(cudaGetLastError());
+      CHORUS_CUDA_CHECK(cudaDeviceSynchronize());
+      std::vector<RateOut> h(static_cast<size_t>(blocks));
+      CHORUS_CUDA_CHECK(cudaMemcpy(h.data(), out.get(), h.size() * sizeof(RateOut), cudaMemcpyDeviceToHost));
+      unsigned long long worst = 0;
+      for (const auto& r : h) worst = std::max(worst, r.ns);
+      best = std::min(best, static_cast<double>(worst));
+    }
+    // Warp-tiles a multiprocessor: 2 blocks x 8 warps x tiles.
+    const double per = best / (2.0 * kRateWarps * tiles);
+    std::printf("rate %-34s %8.1f ns per warp-tile a multiprocessor (%d tiles a warp, slowest block %.1f us)\n", name,
+                per, tiles, best / 1e3);
+  };
+  rate(rate_kernel<false>, "mma.sync, B by 16-byte loads (today)");
+  rate(rate_kernel<true>, "wgmma m64n32k16, B by descriptor");
+  return 0;
+}
