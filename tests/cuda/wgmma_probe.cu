@@ -9,10 +9,11 @@
 //     (N <= 8) would keep mma.sync, so wgmma's sums must equal mma.sync's bit for bit. The probe
 //     multiplies the same 64 x 256 A (exact integers, as the Q4_K route's sc * q, and general
 //     f16) by a 256 x 32 B both ways and compares every element.
-//  2. Rate. A loop shaped like the Q4_K tile loop at 32 rows (per lane: a tile's 8 words of
-//     weights from shared memory, 2 instructions per 2 weights to make A, 16 k-steps), 16 warps
-//     a multiprocessor, B from shared memory: mma.sync with 16-byte B loads per column group
-//     (today's loop) against wgmma m64n32k16. Prints ns per warp-tile per multiprocessor.
+//  2. Rate. A loop shaped like the Q4_K tile loop (per lane: a tile's 8 words of weights from
+//     shared memory, 2 instructions per 2 weights to make A, 16 k-steps), 16 warps a
+//     multiprocessor, B from shared memory: mma.sync with 16-byte B loads per column group
+//     (today's loop) against wgmma, at 32 rows (m64n32k16) and at one column group (m64n8k16,
+//     N <= 8). Prints ns per warp-tile per multiprocessor.
 //
 // Usage: chorus-cuda-wgmma-probe [tiles_per_warp=256]
 #include <cuda_fp16.h>
@@ -92,17 +93,27 @@ __device__ __forceinline__ void wgmma_m64n32k16(float (&d)[16], const uint32_t (
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
 }
 
+// d (64 x 8, this thread's 4) = A (regs) B (desc) + (accumulate ? d : 0): one column group.
+__device__ __forceinline__ void wgmma_m64n8k16(float (&d)[4], const uint32_t (&a)[4], uint64_t desc, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
+}
+
 // Keeps the compiler from moving accumulator reads and writes across the async wgmma.
-__device__ __forceinline__ void fence_regs(float (&d)[16]) {
+template <int kN>
+__device__ __forceinline__ void fence_regs(float (&d)[kN]) {
 #pragma unroll
-  for (int i = 0; i < 16; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  for (int i = 0; i < kN; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
 // ---- 1. bits ----
 // a_frag: [warp][k-step][lane][4] words of A fragments (mma.sync m16n8k16 layout, rows 16w..);
 // b: 256 x 32 as f16 in b_offset layout. out_sync / out_wg: [64][32] f32.
 __global__ void __launch_bounds__(128) bits_kernel(const uint32_t* a_frag, const uint8_t* b, float* out_sync,
-                                                   float* out_wg) {
+                                                   float* out_wg, float* out_wg8) {
   __shared__ __align__(1024) uint8_t bs[kBBytes];
   for (int i = threadIdx.x; i < kBBytes / 16; i += blockDim.x) reinterpret_cast<uint4*>(bs)[i] = reinterpret_cast<const uint4*>(b)[i];
   __syncthreads();
@@ -139,6 +150,21 @@ __global__ void __launch_bounds__(128) bits_kernel(const uint32_t* a_frag, const
   wg_commit();
   wg_wait0();
   fence_regs(d);
+  float d8[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // one column group (cols 0-7) by m64n8k16
+  fence_regs(d8);
+  wg_fence();
+#pragma unroll
+  for (int s = 0; s < 16; ++s) wgmma_m64n8k16(d8, a[s], b_desc_step(base, s), s > 0);
+  wg_commit();
+  wg_wait0();
+  fence_regs(d8);
+  {
+    const int r0 = warp * 16 + g, c0 = 2 * t;
+    out_wg8[r0 * 8 + c0] = d8[0];
+    out_wg8[r0 * 8 + c0 + 1] = d8[1];
+    out_wg8[(r0 + 8) * 8 + c0] = d8[2];
+    out_wg8[(r0 + 8) * 8 + c0 + 1] = d8[3];
+  }
   // Both D layouts: rows 16 w + g (+8), cols 8 nt + 2t (+1).
 #pragma unroll
   for (int nt = 0; nt < 4; ++nt) {
@@ -203,7 +229,9 @@ __device__ __forceinline__ void make_chunk(uint32_t v, uint32_t mul, uint32_t bi
   a1[3] = make_a(v >> 28, mul, bias);
 }
 
-template <bool kWgmma>
+// kNT column groups (8 activation rows each): 4 is the 32-row loop, 1 the one-row-group loop
+// (N <= 8, where 7 of a column group's 8 columns may be padding).
+template <bool kWgmma, int kNT>
 __global__ void __launch_bounds__(kRateWarps * 32, 2) rate_kernel(int tiles, RateOut* out) {
   extern __shared__ __align__(1024) uint8_t smem[];
   uint8_t* bs = smem;                                      // kBBytes
@@ -215,9 +243,10 @@ __global__ void __launch_bounds__(kRateWarps * 32, 2) rate_kernel(int tiles, Rat
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const uint32_t b_base = smem_u32(bs), w_lane = smem_u32(ws + warp * kWBytesWarp + lane * 16);
   const uint32_t mul = 0x3C003C00u, bias = 0xE400E400u;
-  float acc[16];
+  constexpr int kAcc = 4 * kNT;
+  float acc[kAcc];
 #pragma unroll
-  for (int i = 0; i < 16; ++i) acc[i] = 0.0f;
+  for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
   __syncthreads();
   const uint64_t t0 = global_ns();
 #pragma unroll 1
@@ -226,31 +255,36 @@ __global__ void __launch_bounds__(kRateWarps * 32, 2) rate_kernel(int tiles, Rat
     const uint32_t wq = w_lane + (tile & 1) * 512;
     asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n" : "=r"(q[0]), "=r"(q[1]), "=r"(q[2]), "=r"(q[3]) : "r"(wq));
     asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n" : "=r"(q[4]), "=r"(q[5]), "=r"(q[6]), "=r"(q[7]) : "r"(wq + 512));
-    float p[16];
+    float p[kAcc];
     if constexpr (kWgmma) {
 #pragma unroll
-      for (int i = 0; i < 16; ++i) p[i] = 0.0f;
+      for (int i = 0; i < kAcc; ++i) p[i] = 0.0f;
       fence_regs(p);
 #pragma unroll
       for (int c = 0; c < 8; ++c) {
         uint32_t a0[4], a1[4];
         make_chunk(q[c], mul, bias, a0, a1);
         wg_fence();  // a0 / a1 were written since the last wgmma
-        wgmma_m64n32k16(p, a0, b_desc_step(b_base, 2 * c), c > 0);
-        wgmma_m64n32k16(p, a1, b_desc_step(b_base, 2 * c + 1), 1);
+        if constexpr (kNT == 4) {
+          wgmma_m64n32k16(p, a0, b_desc_step(b_base, 2 * c), c > 0);
+          wgmma_m64n32k16(p, a1, b_desc_step(b_base, 2 * c + 1), 1);
+        } else {
+          wgmma_m64n8k16(p, a0, b_desc_step(b_base, 2 * c), c > 0);
+          wgmma_m64n8k16(p, a1, b_desc_step(b_base, 2 * c + 1), 1);
+        }
       }
       wg_commit();
       wg_wait0();
       fence_regs(p);
     } else {
       // Today's loop: a 16-byte B load per column group covers k-steps 2c and 2c + 1.
-      float pm[4][4];
+      float pm[kNT][4];
 #pragma unroll
       for (int c = 0; c < 8; ++c) {
         uint32_t a0[4], a1[4];
         make_chunk(q[c], mul, bias, a0, a1);
 #pragma unroll
-        for (int nt = 0; nt < 4; ++nt) {
+        for (int nt = 0; nt < kNT; ++nt) {
           uint32_t b[4];
           const uint32_t addr = b_base + (nt * 8 + g) * 512 + t * 128 + ((c ^ ((g & 1) * 4 + t)) << 4);
           asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n" : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3]) : "r"(addr));
@@ -263,17 +297,17 @@ __global__ void __launch_bounds__(kRateWarps * 32, 2) rate_kernel(int tiles, Rat
         }
       }
 #pragma unroll
-      for (int i = 0; i < 16; ++i) p[i] = pm[i / 4][i % 4];
+      for (int i = 0; i < kAcc; ++i) p[i] = pm[i / 4][i % 4];
     }
     const float d = 1.0f + static_cast<float>(tile & 7) * 0.125f;
 #pragma unroll
-    for (int i = 0; i < 16; ++i) acc[i] = fmaf(d, p[i], acc[i]);
+    for (int i = 0; i < kAcc; ++i) acc[i] = fmaf(d, p[i], acc[i]);
   }
   __syncthreads();
   const uint64_t t1 = global_ns();
   float s = 0.0f;
 #pragma unroll
-  for (int i = 0; i < 16; ++i) s += acc[i];
+  for (int i = 0; i < kAcc; ++i) s += acc[i];
   if (threadIdx.x == 0) {
     out[blockIdx.x].ns = t1 - t0;
     out[blockIdx.x].sink = s;
@@ -317,15 +351,19 @@ bool bits_case(const char* name, const std::vector<float>& a, const std::vector<
     }
   DeviceBuffer<uint32_t> d_frag(frag.size());
   DeviceBuffer<uint8_t> d_b(b.size());
-  DeviceBuffer<float> d_sync(kRowsWg * kCols), d_wg(kRowsWg * kCols);
+  DeviceBuffer<float> d_sync(kRowsWg * kCols), d_wg(kRowsWg * kCols), d_wg8(kRowsWg * 8);
   CHORUS_CUDA_CHECK(cudaMemcpy(d_frag.get(), frag.data(), frag.size() * 4, cudaMemcpyHostToDevice));
   CHORUS_CUDA_CHECK(cudaMemcpy(d_b.get(), b.data(), b.size(), cudaMemcpyHostToDevice));
-  bits_kernel<<<1, 128>>>(d_frag.get(), d_b.get(), d_sync.get(), d_wg.get());
+  bits_kernel<<<1, 128>>>(d_frag.get(), d_b.get(), d_sync.get(), d_wg.get(), d_wg8.get());
   CHORUS_CUDA_CHECK(cudaGetLastError());
   std::vector<float> hs(kRowsWg * kCols), hw(kRowsWg * kCols);
   CHORUS_CUDA_CHECK(cudaMemcpy(hs.data(), d_sync.get(), hs.size() * 4, cudaMemcpyDeviceToHost));
   CHORUS_CUDA_CHECK(cudaMemcpy(hw.data(), d_wg.get(), hw.size() * 4, cudaMemcpyDeviceToHost));
-  int differ = 0;
+  std::vector<float> hw8(kRowsWg * 8);
+  CHORUS_CUDA_CHECK(cudaMemcpy(hw8.data(), d_wg8.get(), hw8.size() * 4, cudaMemcpyDeviceToHost));
+  int differ = 0, differ8 = 0;
+  for (int r = 0; r < kRowsWg; ++r)
+    for (int n = 0; n < 8; ++n) differ8 += std::memcmp(&hs[r * kCols + n], &hw8[r * 8 + n], 4) != 0;
   double worst_sync = 0.0, worst_wg = 0.0;
   for (int r = 0; r < kRowsWg; ++r)
     for (int n = 0; n < kCols; ++n) {
@@ -340,9 +378,9 @@ bool bits_case(const char* name, const std::vector<float>& a, const std::vector<
       worst_sync = std::max(worst_sync, std::fabs(s - ref) / (mag + 1e-30));
       worst_wg = std::max(worst_wg, std::fabs(w - ref) / (mag + 1e-30));
     }
-  std::printf("bits %-22s %4d of %d elements differ between mma.sync and wgmma; worst |err| / sum|x|: "
+  std::printf("bits %-22s differ from mma.sync: m64n32k16 %d of %d, m64n8k16 %d of %d; worst |err| / sum|x|: "
               "mma.sync %.3g, wgmma %.3g\n",
-              name, differ, kRowsWg * kCols, worst_sync, worst_wg);
+              name, differ, kRowsWg * kCols, differ8, kRowsWg * 8, worst_sync, worst_wg);
   return worst_wg < 1e-5;
 }
 
@@ -393,7 +431,9 @@ int main(int argc, char** argv) {
     std::printf("rate %-34s %8.1f ns per warp-tile a multiprocessor (%d tiles a warp, slowest block %.1f us)\n", name,
                 per, tiles, best / 1e3);
   };
-  rate(rate_kernel<false>, "mma.sync, B by 16-byte loads (today)");
-  rate(rate_kernel<true>, "wgmma m64n32k16, B by descriptor");
+  rate(rate_kernel<false, 4>, "32 rows: mma.sync, 16-byte B loads");
+  rate(rate_kernel<true, 4>, "32 rows: wgmma m64n32k16");
+  rate(rate_kernel<false, 1>, "8 rows: mma.sync, 16-byte B loads");
+  rate(rate_kernel<true, 1>, "8 rows: wgmma m64n8k16");
   return 0;
 }
