@@ -180,6 +180,91 @@ __global__ void __launch_bounds__(128) bits_kernel(const uint32_t* a_frag, const
   }
 }
 
+// ---- 1b. bits in the GEMV's own k order ----
+// Today's Q4_K A fragments take lane t's elements from line t of the tile: k-step (c, h) holds
+// elements 64 t + 8 c + 4 h + {0, 1} at k 2t, 2t+1 and + {2, 3} at k 2t+8, 2t+9, and the
+// GEMV's x layout is [row][line][128 bytes], granule c at c ^ (4 (row & 1) + line). wgmma
+// cannot read that k order from there, but a 4 x 4 transpose of 4-byte words per (row,
+// granule c) gives core matrices it reads without swizzle: [k-step][k half][row][16 bytes],
+// the two k halves 512 bytes apart (leading offset), 8-row groups 128 (stride offset).
+__host__ __device__ inline int gemv_x_offset(int n, int k) {  // bytes, today's x layout
+  const int t = k / 64, c = (k % 64) / 8;
+  return n * 512 + t * 128 + ((c ^ (((n & 1) << 2) | t)) << 4) + (k % 8) * 2;
+}
+
+__device__ __forceinline__ uint64_t make_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, uint32_t swizzle) {
+  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | static_cast<uint64_t>(lbo >> 4) << 16 |
+         static_cast<uint64_t>(sbo >> 4) << 32 | static_cast<uint64_t>(swizzle) << 62;
+}
+
+__global__ void __launch_bounds__(128) bits_gemv_order_kernel(const uint32_t* a_frag, const uint8_t* b,
+                                                              float* out_sync, float* out_wg) {
+  __shared__ __align__(1024) uint8_t xs[kBBytes];  // today's layout
+  __shared__ __align__(1024) uint8_t ps[kBBytes];  // the transposed copy wgmma reads
+  for (int i = threadIdx.x; i < kBBytes / 16; i += blockDim.x) reinterpret_cast<uint4*>(xs)[i] = reinterpret_cast<const uint4*>(b)[i];
+  __syncthreads();
+  for (int item = threadIdx.x; item < kCols * 8; item += blockDim.x) {  // (row n, granule c)
+    const int n = item / 8, c = item % 8;
+    uint32_t w[4][4];
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      const uint4 v = *reinterpret_cast<const uint4*>(xs + n * 512 + t * 128 + ((c ^ (((n & 1) << 2) | t)) << 4));
+      w[t][0] = v.x; w[t][1] = v.y; w[t][2] = v.z; w[t][3] = v.w;
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {  // j = 2 h + half: k-step 2c + h
+      const int step = 2 * c + j / 2, half = j % 2;
+      *reinterpret_cast<uint4*>(ps + ((step * 2 + half) * kCols + n) * 16) = make_uint4(w[0][j], w[1][j], w[2][j], w[3][j]);
+    }
+  }
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  uint32_t a[16][4];
+#pragma unroll
+  for (int s = 0; s < 16; ++s) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) a[s][j] = a_frag[((warp * 16 + s) * 32 + lane) * 4 + j];
+  }
+  float c4[4][4];
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    const int n = nt * 8 + g;
+#pragma unroll
+    for (int s = 0; s < 16; ++s) {  // as warp_tile_mma: one 16-byte load per two k-steps
+      const uint4 v = *reinterpret_cast<const uint4*>(xs + n * 512 + t * 128 + (((s / 2) ^ (((n & 1) << 2) | t)) << 4));
+      const uint32_t b0 = s % 2 ? v.z : v.x, b1 = s % 2 ? v.w : v.y;
+      if (s == 0) {
+        chorus::cuda::mma_16816_first(c4[nt], a[s], b0, b1);
+      } else {
+        chorus::cuda::mma_16816(c4[nt], a[s], b0, b1);
+      }
+    }
+  }
+  float d[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) d[i] = 0.0f;
+  fence_regs(d);
+  wg_fence();
+  const uint32_t pbase = smem_u32(ps);
+#pragma unroll
+  for (int s = 0; s < 16; ++s) wgmma_m64n32k16(d, a[s], make_desc(pbase + s * 2 * kCols * 16, kCols * 16, 128, 0), s > 0);
+  wg_commit();
+  wg_wait0();
+  fence_regs(d);
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    const int r0 = warp * 16 + g, col = nt * 8 + 2 * t;
+    out_sync[r0 * kCols + col] = c4[nt][0];
+    out_sync[r0 * kCols + col + 1] = c4[nt][1];
+    out_sync[(r0 + 8) * kCols + col] = c4[nt][2];
+    out_sync[(r0 + 8) * kCols + col + 1] = c4[nt][3];
+    out_wg[r0 * kCols + col] = d[4 * nt];
+    out_wg[r0 * kCols + col + 1] = d[4 * nt + 1];
+    out_wg[(r0 + 8) * kCols + col] = d[4 * nt + 2];
+    out_wg[(r0 + 8) * kCols + col + 1] = d[4 * nt + 3];
+  }
+}
+
 // ---- 2. rate ----
 // 8 warps (two warpgroups) a block, two blocks a multiprocessor, as the GEMV's 32-row blocks.
 // Each warp runs `tiles` tiles: per tile its lane's 8 words of weights from shared memory, A
@@ -384,6 +469,58 @@ bool bits_case(const char* name, const std::vector<float>& a, const std::vector<
   return worst_wg < 1e-5;
 }
 
+// The same product with A in the GEMV's k order (1b): today's mma.sync loop against wgmma on
+// the transposed copy.
+bool bits_gemv_order_case(const char* name, const std::vector<float>& a, const std::vector<float>& bm) {
+  std::vector<uint32_t> frag(4 * 16 * 32 * 4);
+  auto pack = [&](int r, int k) {
+    return static_cast<uint32_t>(f2h(a[r * kTileK + k])) | (static_cast<uint32_t>(f2h(a[r * kTileK + k + 1])) << 16);
+  };
+  for (int w = 0; w < 4; ++w)
+    for (int s = 0; s < 16; ++s)
+      for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane / 4, t = lane % 4, r = w * 16 + g, k = 64 * t + 8 * (s / 2) + 4 * (s % 2);
+        uint32_t* f = &frag[((w * 16 + s) * 32 + lane) * 4];
+        f[0] = pack(r, k);
+        f[1] = pack(r + 8, k);
+        f[2] = pack(r, k + 2);
+        f[3] = pack(r + 8, k + 2);
+      }
+  std::vector<uint8_t> b(kBBytes);
+  for (int n = 0; n < kCols; ++n)
+    for (int k = 0; k < kTileK; ++k) {
+      const uint16_t h = f2h(bm[k * kCols + n]);
+      std::memcpy(&b[gemv_x_offset(n, k)], &h, 2);
+    }
+  DeviceBuffer<uint32_t> d_frag(frag.size());
+  DeviceBuffer<uint8_t> d_b(b.size());
+  DeviceBuffer<float> d_sync(kRowsWg * kCols), d_wg(kRowsWg * kCols);
+  CHORUS_CUDA_CHECK(cudaMemcpy(d_frag.get(), frag.data(), frag.size() * 4, cudaMemcpyHostToDevice));
+  CHORUS_CUDA_CHECK(cudaMemcpy(d_b.get(), b.data(), b.size(), cudaMemcpyHostToDevice));
+  bits_gemv_order_kernel<<<1, 128>>>(d_frag.get(), d_b.get(), d_sync.get(), d_wg.get());
+  CHORUS_CUDA_CHECK(cudaGetLastError());
+  std::vector<float> hs(kRowsWg * kCols), hw(kRowsWg * kCols);
+  CHORUS_CUDA_CHECK(cudaMemcpy(hs.data(), d_sync.get(), hs.size() * 4, cudaMemcpyDeviceToHost));
+  CHORUS_CUDA_CHECK(cudaMemcpy(hw.data(), d_wg.get(), hw.size() * 4, cudaMemcpyDeviceToHost));
+  int differ = 0;
+  double worst = 0.0;
+  for (int r = 0; r < kRowsWg; ++r)
+    for (int n = 0; n < kCols; ++n) {
+      double ref = 0.0, mag = 0.0;
+      for (int k = 0; k < kTileK; ++k) {
+        const double x = static_cast<double>(h2f(f2h(a[r * kTileK + k]))) * h2f(f2h(bm[k * kCols + n]));
+        ref += x;
+        mag += std::fabs(x);
+      }
+      differ += std::memcmp(&hs[r * kCols + n], &hw[r * kCols + n], 4) != 0;
+      worst = std::max(worst, std::fabs(hw[r * kCols + n] - ref) / (mag + 1e-30));
+    }
+  std::printf("bits %-22s GEMV k order, wgmma on the transposed copy: %d of %d differ from today's loop; "
+              "worst |err| / sum|x| %.3g\n",
+              name, differ, kRowsWg * kCols, worst);
+  return worst < 1e-5;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -399,8 +536,10 @@ int main(int argc, char** argv) {
       for (int k = 0; k < 32; ++k) a[r * kTileK + 32 * j + k] = static_cast<float>(s * q(rng));
     }
   bool ok = bits_case("A = sc * q (Q4_K)", a, bm);
+  ok = bits_gemv_order_case("A = sc * q (Q4_K)", a, bm) && ok;
   for (auto& x : a) x = normal(rng);
   ok = bits_case("A normal f16", a, bm) && ok;
+  ok = bits_gemv_order_case("A normal f16", a, bm) && ok;
   for (auto& x : bm) x = normal(rng) * 100.0f;
   ok = bits_case("A normal, B x100", a, bm) && ok;
   if (!ok) {
