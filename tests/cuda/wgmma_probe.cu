@@ -411,113 +411,115 @@ uint16_t f2h(float f) {
   return b;
 }
 
-// One bits case: A 64 x 256 and B 256 x 32 (as f16 values), both routes, compared.
-bool bits_case(const char* name, const std::vector<float>& a, const std::vector<float>& bm) {
-  // A fragments: warp w, k-step s, lane (g, t): rows 16w + g (+8), k 16 s + 2t (+1, +8, +9).
-  std::vector<uint32_t> frag(4 * 16 * 32 * 4);
+// A's fragments for the bits kernels: warp w, k-step s, lane (g, t) hold rows 16w + g (+8) at
+// the k pairs first_k(s, t) and second_k(s, t).
+template <typename FirstK, typename SecondK>
+std::vector<uint32_t> a_fragments(const std::vector<float>& a, FirstK first_k, SecondK second_k) {
   auto pack = [&](int r, int k) {
     return static_cast<uint32_t>(f2h(a[r * kTileK + k])) | (static_cast<uint32_t>(f2h(a[r * kTileK + k + 1])) << 16);
   };
+  std::vector<uint32_t> frag(4 * 16 * 32 * 4);
   for (int w = 0; w < 4; ++w)
     for (int s = 0; s < 16; ++s)
       for (int lane = 0; lane < 32; ++lane) {
-        const int g = lane / 4, t = lane % 4, r = w * 16 + g, k = 16 * s + 2 * t;
+        const int g = lane / 4, t = lane % 4, r = w * 16 + g, k0 = first_k(s, t), k1 = second_k(s, t);
         uint32_t* f = &frag[((w * 16 + s) * 32 + lane) * 4];
-        f[0] = pack(r, k);
-        f[1] = pack(r + 8, k);
-        f[2] = pack(r, k + 8);
-        f[3] = pack(r + 8, k + 8);
+        f[0] = pack(r, k0);
+        f[1] = pack(r + 8, k0);
+        f[2] = pack(r, k1);
+        f[3] = pack(r + 8, k1);
       }
+  return frag;
+}
+
+// B (256 x 32 f16 values) in a shared-memory layout given by its byte offset function.
+template <typename Offset>
+std::vector<uint8_t> b_bytes(const std::vector<float>& bm, Offset offset) {
   std::vector<uint8_t> b(kBBytes);
   for (int n = 0; n < kCols; ++n)
     for (int k = 0; k < kTileK; ++k) {
       const uint16_t h = f2h(bm[k * kCols + n]);
-      std::memcpy(&b[b_offset(n, k)], &h, 2);
+      std::memcpy(&b[offset(n, k)], &h, 2);
     }
+  return b;
+}
+
+template <typename T>
+std::vector<T> to_host(const DeviceBuffer<T>& d, size_t n) {
+  std::vector<T> h(n);
+  CHORUS_CUDA_CHECK(cudaMemcpy(h.data(), d.get(), n * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+// Element (r, n) against a double sum: |err| / sum |x|.
+double rel_error(const std::vector<float>& a, const std::vector<float>& bm, int r, int n, float got) {
+  double ref = 0.0, mag = 0.0;
+  for (int k = 0; k < kTileK; ++k) {
+    const double x = static_cast<double>(h2f(f2h(a[r * kTileK + k]))) * h2f(f2h(bm[k * kCols + n]));
+    ref += x;
+    mag += std::fabs(x);
+  }
+  return std::fabs(got - ref) / (mag + 1e-30);
+}
+
+int count_differing(const std::vector<float>& x, const std::vector<float>& y, int cols_x, int cols_y, int cols) {
+  int differ = 0;
+  for (int r = 0; r < kRowsWg; ++r)
+    for (int n = 0; n < cols; ++n) differ += std::memcmp(&x[r * cols_x + n], &y[r * cols_y + n], 4) != 0;
+  return differ;
+}
+
+struct BitsRun {
+  std::vector<float> sync, wg, wg8;
+};
+
+// Runs one bits kernel (kernel(frag, b, sync, wg, wg8)) on A's fragments and B's bytes.
+template <typename Launch>
+BitsRun run_bits(const std::vector<uint32_t>& frag, const std::vector<uint8_t>& b, Launch launch) {
   DeviceBuffer<uint32_t> d_frag(frag.size());
   DeviceBuffer<uint8_t> d_b(b.size());
   DeviceBuffer<float> d_sync(kRowsWg * kCols), d_wg(kRowsWg * kCols), d_wg8(kRowsWg * 8);
   CHORUS_CUDA_CHECK(cudaMemcpy(d_frag.get(), frag.data(), frag.size() * 4, cudaMemcpyHostToDevice));
   CHORUS_CUDA_CHECK(cudaMemcpy(d_b.get(), b.data(), b.size(), cudaMemcpyHostToDevice));
-  bits_kernel<<<1, 128>>>(d_frag.get(), d_b.get(), d_sync.get(), d_wg.get(), d_wg8.get());
+  launch(d_frag.get(), d_b.get(), d_sync.get(), d_wg.get(), d_wg8.get());
   CHORUS_CUDA_CHECK(cudaGetLastError());
-  std::vector<float> hs(kRowsWg * kCols), hw(kRowsWg * kCols);
-  CHORUS_CUDA_CHECK(cudaMemcpy(hs.data(), d_sync.get(), hs.size() * 4, cudaMemcpyDeviceToHost));
-  CHORUS_CUDA_CHECK(cudaMemcpy(hw.data(), d_wg.get(), hw.size() * 4, cudaMemcpyDeviceToHost));
-  std::vector<float> hw8(kRowsWg * 8);
-  CHORUS_CUDA_CHECK(cudaMemcpy(hw8.data(), d_wg8.get(), hw8.size() * 4, cudaMemcpyDeviceToHost));
-  int differ = 0, differ8 = 0;
-  for (int r = 0; r < kRowsWg; ++r)
-    for (int n = 0; n < 8; ++n) differ8 += std::memcmp(&hs[r * kCols + n], &hw8[r * 8 + n], 4) != 0;
+  return {to_host(d_sync, kRowsWg * kCols), to_host(d_wg, kRowsWg * kCols), to_host(d_wg8, kRowsWg * 8)};
+}
+
+// One bits case: A 64 x 256 and B 256 x 32 (as f16 values), k in natural order, B in wgmma's
+// swizzled layout: mma.sync against wgmma m64n32k16 and m64n8k16.
+bool bits_case(const char* name, const std::vector<float>& a, const std::vector<float>& bm) {
+  const auto frag = a_fragments(a, [](int s, int t) { return 16 * s + 2 * t; }, [](int s, int t) { return 16 * s + 2 * t + 8; });
+  const BitsRun out = run_bits(frag, b_bytes(bm, b_offset), [](const uint32_t* f, const uint8_t* b, float* sy, float* wg, float* wg8) {
+    bits_kernel<<<1, 128>>>(f, b, sy, wg, wg8);
+  });
   double worst_sync = 0.0, worst_wg = 0.0;
   for (int r = 0; r < kRowsWg; ++r)
     for (int n = 0; n < kCols; ++n) {
-      double ref = 0.0, mag = 0.0;
-      for (int k = 0; k < kTileK; ++k) {
-        const double x = static_cast<double>(h2f(f2h(a[r * kTileK + k]))) * h2f(f2h(bm[k * kCols + n]));
-        ref += x;
-        mag += std::fabs(x);
-      }
-      const float s = hs[r * kCols + n], w = hw[r * kCols + n];
-      differ += std::memcmp(&s, &w, 4) != 0;
-      worst_sync = std::max(worst_sync, std::fabs(s - ref) / (mag + 1e-30));
-      worst_wg = std::max(worst_wg, std::fabs(w - ref) / (mag + 1e-30));
+      worst_sync = std::max(worst_sync, rel_error(a, bm, r, n, out.sync[r * kCols + n]));
+      worst_wg = std::max(worst_wg, rel_error(a, bm, r, n, out.wg[r * kCols + n]));
     }
   std::printf("bits %-22s differ from mma.sync: m64n32k16 %d of %d, m64n8k16 %d of %d; worst |err| / sum|x|: "
               "mma.sync %.3g, wgmma %.3g\n",
-              name, differ, kRowsWg * kCols, differ8, kRowsWg * 8, worst_sync, worst_wg);
+              name, count_differing(out.sync, out.wg, kCols, kCols, kCols), kRowsWg * kCols,
+              count_differing(out.sync, out.wg8, kCols, 8, 8), kRowsWg * 8, worst_sync, worst_wg);
   return worst_wg < 1e-5;
 }
 
 // The same product with A in the GEMV's k order (1b): today's mma.sync loop against wgmma on
 // the transposed copy.
 bool bits_gemv_order_case(const char* name, const std::vector<float>& a, const std::vector<float>& bm) {
-  std::vector<uint32_t> frag(4 * 16 * 32 * 4);
-  auto pack = [&](int r, int k) {
-    return static_cast<uint32_t>(f2h(a[r * kTileK + k])) | (static_cast<uint32_t>(f2h(a[r * kTileK + k + 1])) << 16);
-  };
-  for (int w = 0; w < 4; ++w)
-    for (int s = 0; s < 16; ++s)
-      for (int lane = 0; lane < 32; ++lane) {
-        const int g = lane / 4, t = lane % 4, r = w * 16 + g, k = 64 * t + 8 * (s / 2) + 4 * (s % 2);
-        uint32_t* f = &frag[((w * 16 + s) * 32 + lane) * 4];
-        f[0] = pack(r, k);
-        f[1] = pack(r + 8, k);
-        f[2] = pack(r, k + 2);
-        f[3] = pack(r + 8, k + 2);
-      }
-  std::vector<uint8_t> b(kBBytes);
-  for (int n = 0; n < kCols; ++n)
-    for (int k = 0; k < kTileK; ++k) {
-      const uint16_t h = f2h(bm[k * kCols + n]);
-      std::memcpy(&b[gemv_x_offset(n, k)], &h, 2);
-    }
-  DeviceBuffer<uint32_t> d_frag(frag.size());
-  DeviceBuffer<uint8_t> d_b(b.size());
-  DeviceBuffer<float> d_sync(kRowsWg * kCols), d_wg(kRowsWg * kCols);
-  CHORUS_CUDA_CHECK(cudaMemcpy(d_frag.get(), frag.data(), frag.size() * 4, cudaMemcpyHostToDevice));
-  CHORUS_CUDA_CHECK(cudaMemcpy(d_b.get(), b.data(), b.size(), cudaMemcpyHostToDevice));
-  bits_gemv_order_kernel<<<1, 128>>>(d_frag.get(), d_b.get(), d_sync.get(), d_wg.get());
-  CHORUS_CUDA_CHECK(cudaGetLastError());
-  std::vector<float> hs(kRowsWg * kCols), hw(kRowsWg * kCols);
-  CHORUS_CUDA_CHECK(cudaMemcpy(hs.data(), d_sync.get(), hs.size() * 4, cudaMemcpyDeviceToHost));
-  CHORUS_CUDA_CHECK(cudaMemcpy(hw.data(), d_wg.get(), hw.size() * 4, cudaMemcpyDeviceToHost));
-  int differ = 0;
+  auto first = [](int s, int t) { return 64 * t + 8 * (s / 2) + 4 * (s % 2); };
+  const auto frag = a_fragments(a, first, [&](int s, int t) { return first(s, t) + 2; });
+  const BitsRun out = run_bits(frag, b_bytes(bm, gemv_x_offset), [](const uint32_t* f, const uint8_t* b, float* sy, float* wg, float*) {
+    bits_gemv_order_kernel<<<1, 128>>>(f, b, sy, wg);
+  });
   double worst = 0.0;
   for (int r = 0; r < kRowsWg; ++r)
-    for (int n = 0; n < kCols; ++n) {
-      double ref = 0.0, mag = 0.0;
-      for (int k = 0; k < kTileK; ++k) {
-        const double x = static_cast<double>(h2f(f2h(a[r * kTileK + k]))) * h2f(f2h(bm[k * kCols + n]));
-        ref += x;
-        mag += std::fabs(x);
-      }
-      differ += std::memcmp(&hs[r * kCols + n], &hw[r * kCols + n], 4) != 0;
-      worst = std::max(worst, std::fabs(hw[r * kCols + n] - ref) / (mag + 1e-30));
-    }
+    for (int n = 0; n < kCols; ++n) worst = std::max(worst, rel_error(a, bm, r, n, out.wg[r * kCols + n]));
   std::printf("bits %-22s GEMV k order, wgmma on the transposed copy: %d of %d differ from today's loop; "
               "worst |err| / sum|x| %.3g\n",
-              name, differ, kRowsWg * kCols, worst);
+              name, count_differing(out.sync, out.wg, kCols, kCols, kCols), kRowsWg * kCols, worst);
   return worst < 1e-5;
 }
 
