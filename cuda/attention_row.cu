@@ -188,7 +188,10 @@ const RowKernel kRowKernels[4][3] = CHORUS_ATTENTION_VARIANTS(attention_row_kern
 size_t row_max_dynamic_bytes[4][3];  // per kernel: the device's block limit less its static shared memory
 
 // Warps per row block when the launch leaves the choice (row_warps 0). Where the launch's
-// blocks all run at once, the most (kAttnRowMaxWarps): a block's items are its time. Past that,
+// blocks all run at once, kAttnRowResidentWarps: a block's items are its time, and 16 warps
+// run a split row's 16 items at once where 24 left 8 idle in every barrier (session 26, H100,
+// against 24: 8B +1.0 % at N = 8 and +1.6 % at N = 2, 1B +1.7 % at N = 4 and 8, N = 1 and 16
+// within +-0.5 %, 1B N = 2 -0.8 %; perf-notes). Past that,
 // the most that keep as many blocks on a multiprocessor as its shared memory allows, since a
 // second resident block stages its rows while the first attends: the 1B at 32 rows (88 KB a
 // block) holds two blocks at 12 warps and one at 24 (H100: +9.8 % against +4.7 % over the
@@ -196,7 +199,7 @@ size_t row_max_dynamic_bytes[4][3];  // per kernel: the device's block limit les
 int auto_row_warps(RowKernel kernel, int64_t n_blocks, size_t smem_bytes) {
   const void* k = reinterpret_cast<const void*>(kernel);
   const int64_t at_most_warps = blocks_per_multiprocessor(k, kAttnRowMaxWarps * 32, smem_bytes);
-  if (n_blocks <= at_most_warps * multiprocessor_count()) return kAttnRowMaxWarps;
+  if (n_blocks <= at_most_warps * multiprocessor_count()) return kAttnRowResidentWarps;
   const int by_smem = blocks_per_multiprocessor(k, kAttnWarps * 32, smem_bytes);
   for (int warps = kAttnRowMaxWarps; warps > kAttnWarps; warps -= 4) {
     if (blocks_per_multiprocessor(k, warps * 32, smem_bytes) >= by_smem) return warps;

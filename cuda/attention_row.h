@@ -9,6 +9,9 @@ namespace chorus::cuda {
 
 // Warps of a row block at most (kernel launch bounds: 80 registers a thread).
 inline constexpr int kAttnRowMaxWarps = 24;
+// Warps of a row block where the launch runs every block at once (attention_row.cu's
+// auto_row_warps): one per item of a split row's block (4 heads x 4 chunks for the 8B and 1B).
+inline constexpr int kAttnRowResidentWarps = 16;
 
 // Launches d as row blocks and returns true, or returns false (launching nothing) where the
 // route does not apply: more rows than d.row_max_rows, rows longer than kAttnMaxClusterChunks
