@@ -22,7 +22,6 @@
 #include "cuda/gemv.h"
 #include "cuda/gemv_epilogue.cuh"
 #include "cuda/gemv_q4k_exact.cuh"
-#include "cuda/gemv_q4k_wgmma.cuh"
 #include "cuda/launch.cuh"
 #include "cuda/mma.cuh"
 #include "cuda/norm_rows.cuh"
@@ -267,14 +266,9 @@ __device__ __forceinline__ int x_lane_offset(int n_seqs, int lane) {
 }
 
 // One tile of x (all x_rows rows) by the copy engine into dst, completing on bar; any one thread.
-// lines: line-major for the warpgroup MMA (p.x_lines_map, gemv_q4k_wgmma.cuh).
-__device__ __forceinline__ void issue_x_tile(const GemvParams& p, uint8_t* dst, uint64_t* bar, int tile, bool lines) {
+__device__ __forceinline__ void issue_x_tile(const GemvParams& p, uint8_t* dst, uint64_t* bar, int tile) {
   mbar_arrive_expect_tx(bar, static_cast<uint32_t>(gemv_x_rows(p.n_seqs) * kGemvXTileBytes));
-  if (lines) {
-    tma_load_3d(dst, &p.x_lines_map, 0, 0, tile * 4, bar);
-  } else {
-    tma_load_3d(dst, &p.x_map, 0, tile * 4, 0, bar);
-  }
+  tma_load_3d(dst, &p.x_map, 0, tile * 4, 0, bar);
 }
 
 // A warp's weight stage for its tile i (i >= 0) and the phase parity of that use. Unsigned, so
@@ -380,12 +374,8 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
       // (rotating with i) compute the tile's sub-block sums first and signal them on the
       // buffer's sums barrier; every warp waits for them before its min products.
       uint32_t* ring_xsum = reinterpret_cast<uint32_t*>(xs + n_ring * tile_stride);
-      // v32: Q4_K by warpgroup MMA (gemv_q4k_wgmma.cuh): x line-major, and the warps that
-      // compute a tile's sums also transpose it for wgmma before they signal the sums barrier.
-      const bool wg = kType == TensorType::Q4_K && p.x_wgmma != 0;
-      const uint32_t line_bytes = static_cast<uint32_t>(gemv_x_rows(p.n_seqs)) * 128;
       if (threadIdx.x == 0) {
-        for (int b = 0; b < n_ring && b < n_my; ++b) issue_x_tile(p, xs + b * tile_stride, ring_full + b, tile_begin + b, wg);
+        for (int b = 0; b < n_ring && b < n_my; ++b) issue_x_tile(p, xs + b * tile_stride, ring_full + b, tile_begin + b);
       }
       int b = 0;
       uint32_t phase = 0;
@@ -397,12 +387,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
         if constexpr (S::kBlockXsum) {
           const int nt = (warp - i) & (S::kWarps - 1);
           if (nt < kNT) {
-            if (wg) {
-              xsum_tile[nt * 32 + lane] = q4k_xsum_group(x_lines_lane(smem_u32(xb), line_bytes, nt, lane), lane);
-              q4k_lines_transpose(smem_u32(xb), line_bytes, nt, lane);
-            } else {
-              xsum_tile[nt * 32 + lane] = q4k_xsum_group(smem_u32(xb) + x_lane + nt * 8 * kGemvXTileBytes, lane);
-            }
+            xsum_tile[nt * 32 + lane] = q4k_xsum_group(smem_u32(xb) + x_lane + nt * 8 * kGemvXTileBytes, lane);
             __syncwarp();
             if (lane == 0) mbar_arrive(ring_sums + b);
           }
@@ -411,18 +396,8 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
           const int slot = stage_slot<S::kStages>(i);
           mbar_wait(bars + slot, stage_parity<S::kStages>(i));
           if (i == 0) trace_phase(p.trace, 1);
-          if constexpr (kType == TensorType::Q4_K) {
-            if (wg) {
-              warp_tile_q4k_wgmma<kNT>(stages + slot * S::kWarpTile, smem_u32(xb), line_bytes, lane, acc, xsum_tile,
-                                       ring_sums + b, phase);
-            } else {
-              warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, smem_u32(xb) + x_lane, lane, acc, xsum_tile,
-                                        ring_sums + b, phase);
-            }
-          } else {
-            warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, smem_u32(xb) + x_lane, lane, acc, xsum_tile,
-                                      ring_sums + b, phase);
-          }
+          warp_tile_mma<kType, kNT>(stages + slot * S::kWarpTile, smem_u32(xb) + x_lane, lane, acc, xsum_tile,
+                                    ring_sums + b, phase);
           __syncwarp();  // the whole warp has read the stage before it is refilled
           if (lane == 0 && i + S::kStages < n_my) issue_tile<kType, kNT>(bars, stages, w_src, i + S::kStages);
         }
@@ -433,7 +408,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
         __syncwarp();
         if (lane == 0 && atomicAdd(ring_count + b, 1) == S::kWarps - 1) {
           ring_count[b] = 0;
-          if (i + n_ring < n_my) issue_x_tile(p, xb, ring_full + b, tile_begin + i + n_ring, wg);
+          if (i + n_ring < n_my) issue_x_tile(p, xb, ring_full + b, tile_begin + i + n_ring);
         }
         if (++b == n_ring) {
           b = 0;
