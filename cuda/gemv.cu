@@ -4,7 +4,6 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/gemv.h"
-#include "cuda/occupancy.h"
 #include "cuda/tensor_map.h"
 
 namespace chorus::cuda {
@@ -133,18 +132,6 @@ void complete_params(GemvParams& p) {
   if (p.x_tma && p.n_seqs > 8 && p.split.tiles_per_split >= kGemvRingMinTiles) {
     p.x_chunk_tiles = 1;
     p.x_ring_bufs = std::clamp(kGemvXRingBytes / gemv_x_tile_stride(p.n_seqs, true), 2, kGemvMaxRingBufs);
-  }
-  // Q4_K tiles of the ring by warpgroup MMA (v32, gemv_q4k_wgmma.cuh): one instruction and
-  // one read of B from shared memory for 4 warps and every column group, the same bits as the
-  // warps' mma.sync (chorus-cuda-wgmma-probe). A warpgroup's 4 warps issue it together, so
-  // every warp of every block must have rows: whole 128-row blocks.
-  p.x_wgmma = 0;
-  if (p.x_ring_bufs > 0 && device_has_wgmma()) {
-    const int32_t n_q4k = p.mats.n_mats_a > 0 ? p.mats.n_mats_a : p.mats.n_mats;
-    bool whole = true;
-    for (int32_t i = 0; i < n_q4k; ++i) whole = whole && gemv_mat_entry(p.mats.n_rows, i) % 128 == 0;
-    p.x_wgmma = whole && encode_gemv_x_lines_map(p.x_lines_map, p.in.x, p.in.x_stride, p.mats.k_elems, p.n_seqs,
-                                                 gemv_x_rows(p.n_seqs));
   }
 }
 

@@ -180,10 +180,6 @@ struct GemvParams {
   int32_t resid_smem_offset = 0;  // set by launch_gemv: > 0: the prefetched residual rows (kGemvEarlyResidual)
   int32_t push_smem_offset = 0;   // set by launch_gemv: > 0: barrier + the other splits' sums (kGemvEarlyPush)
   CUtensorMap x_map{};        // set by launch_gemv (tensor_map.h), read in place by the kernel
-  // set by launch_gemv: > 0: Q4_K blocks of the ring take their tiles by warpgroup MMA
-  // (gemv_q4k_wgmma.cuh) from x staged line-major through x_lines_map.
-  int32_t x_wgmma = 0;
-  CUtensorMap x_lines_map{};
   TraceSpan* trace = nullptr;  // step_trace.h: stamped by every block when set
 };
 

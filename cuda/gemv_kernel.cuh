@@ -22,7 +22,6 @@
 #include "cuda/gemv.h"
 #include "cuda/gemv_epilogue.cuh"
 #include "cuda/gemv_q4k_exact.cuh"
-#include "cuda/gemv_q4k_wgmma.cuh"
 #include "cuda/launch.cuh"
 #include "cuda/mma.cuh"
 #include "cuda/norm_rows.cuh"
@@ -52,11 +51,8 @@ struct GemvShape {
   static constexpr int kStages = kNT == 1 ? (kWarpTile <= 3072 ? 4 : (kWarpTile <= 8192 ? 3 : 2))
                                           : (kWarps * kWarpTile <= 18432 ? 3 : 2);
   // mbarriers (the warps' stages, then the x buffers' for the copy engine: two chunk buffers,
-  // or a ring's full and sums barriers and its release counters, and for Q4_K past one column
-  // group the wgmma route's transposed barriers), padded.
-  static constexpr int kBarBytes = (kWarps * kStages * 8 + kGemvMaxRingBufs * (8 + 8 + 4) +
-                                    (kType == TensorType::Q4_K && kNT > 1 ? kGemvMaxRingBufs * 8 + 8 : 0) + 127) /
-                                   128 * 128;
+  // or a ring's full and sums barriers and its release counters), padded.
+  static constexpr int kBarBytes = (kWarps * kStages * 8 + kGemvMaxRingBufs * (8 + 8 + 4) + 127) / 128 * 128;
   static constexpr int kWBytes = kWarps * kStages * kWarpTile;
   // 8 warps: <= 128 registers. 4 warps: none in the submitted build (they take <= 128); the
   // traced build (trace_span.h) bounds them to 128 as well, since its stamps took the Q4_K
@@ -270,14 +266,9 @@ __device__ __forceinline__ int x_lane_offset(int n_seqs, int lane) {
 }
 
 // One tile of x (all x_rows rows) by the copy engine into dst, completing on bar; any one thread.
-// lines: line-major for the warpgroup MMA (p.x_lines_map, gemv_q4k_wgmma.cuh).
-__device__ __forceinline__ void issue_x_tile(const GemvParams& p, uint8_t* dst, uint64_t* bar, int tile, bool lines) {
+__device__ __forceinline__ void issue_x_tile(const GemvParams& p, uint8_t* dst, uint64_t* bar, int tile) {
   mbar_arrive_expect_tx(bar, static_cast<uint32_t>(gemv_x_rows(p.n_seqs) * kGemvXTileBytes));
-  if (lines) {
-    tma_load_3d(dst, &p.x_lines_map, 0, 0, tile * 4, bar);
-  } else {
-    tma_load_3d(dst, &p.x_map, 0, tile * 4, 0, bar);
-  }
+  tma_load_3d(dst, &p.x_map, 0, tile * 4, 0, bar);
 }
 
 // A warp's weight stage for its tile i (i >= 0) and the phase parity of that use. Unsigned, so
@@ -300,75 +291,9 @@ __device__ __forceinline__ void issue_tile(uint64_t* bars, uint8_t* stages, cons
   bulk_copy_g2s(stages + slot * S::kWarpTile, src + static_cast<int64_t>(i) * S::kWarpTile, S::kWarpTile, bars + slot);
 }
 
-// The ring's shared state (gemv_block): per buffer a full barrier (the copy engine's bytes), a
-// sums barrier (kNT warps' sub-block sums), a transposed barrier (every warp's rows, the wgmma
-// route) and a release counter; the sums' fragments; the buffers.
-struct GemvRing {
-  uint64_t* full;
-  uint64_t* sums;
-  uint64_t* trans;
-  int* count;
-  uint32_t* xsum;
-  uint8_t* xs;
-  int n_bufs, tile_stride;
-};
-
-// v32b: the ring's Q4_K tiles by warpgroup MMA (gemv_q4k_wgmma.cuh). Tile j lands line-major;
-// during tile j - 1 (while its wgmma run) every warp transposes 4 rows of it and the kNT warps
-// (j's, rotating) then read its sub-block sums back, so a warp waits for a tile's preparation
-// only where it could not hide behind the previous tile's tensor work. All 8 warps have rows
-// (launch_gemv: whole 128-row blocks), as every wgmma needs its warpgroup's 4 warps.
-template <int kNT>
-__device__ __forceinline__ void gemv_ring_wgmma(const GemvParams& p, const GemvRing& r, int n_my, int tile_begin,
-                                                uint64_t* bars, uint8_t* stages, const uint8_t* w_src,
-                                                float (&acc)[kNT][4]) {
-  using S = GemvShape<TensorType::Q4_K, kNT>;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int x_rows = gemv_x_rows(p.n_seqs);
-  const uint32_t line_bytes = static_cast<uint32_t>(x_rows) * 128;
-  if (threadIdx.x == 0) {
-    for (int b = 0; b < r.n_bufs && b < n_my; ++b) issue_x_tile(p, r.xs + b * r.tile_stride, r.full + b, tile_begin + b, true);
-  }
-  auto prepare = [&](int j) {
-    const int b = j % r.n_bufs;
-    const uint32_t parity = static_cast<uint32_t>(j / r.n_bufs) & 1u, tile = smem_u32(r.xs + b * r.tile_stride);
-    mbar_wait(r.full + b, parity);
-    q4k_lines_transpose4(tile, line_bytes, 4 * warp, x_rows, lane);
-    if (lane == 0) mbar_arrive(r.trans + b);
-    const int nt = (warp - j) & (S::kWarps - 1);
-    if (nt < kNT) {
-      mbar_wait(r.trans + b, parity);  // every warp's rows
-      r.xsum[(b * kNT + nt) * 32 + lane] = q4k_xsum_transposed(tile, line_bytes, nt, lane);
-      __syncwarp();
-      if (lane == 0) mbar_arrive(r.sums + b);
-    }
-  };
-  if (n_my > 0) prepare(0);
-  for (int i = 0; i < n_my; ++i) {
-    const int b = i % r.n_bufs;
-    const uint32_t parity = static_cast<uint32_t>(i / r.n_bufs) & 1u;
-    const int slot = stage_slot<S::kStages>(i);
-    mbar_wait(bars + slot, stage_parity<S::kStages>(i));
-    if (i == 0) trace_phase(p.trace, 1);
-    mbar_wait(r.sums + b, parity);  // tile i transposed, its sums written
-    Q4KWgmmaTile<kNT> t;
-    t.issue(stages + slot * S::kWarpTile, smem_u32(r.xs + b * r.tile_stride), line_bytes, lane);
-    if (i + 1 < n_my) prepare(i + 1);
-    t.finish(acc, r.xsum + b * kNT * 32, lane);
-    __syncwarp();  // the whole warp has read the stage before it is refilled
-    if (lane == 0 && i + S::kStages < n_my) issue_tile<TensorType::Q4_K, kNT>(bars, stages, w_src, i + S::kStages);
-    // The warpgroup's wgmma on this buffer are complete (finish waited), so once every warp has
-    // counted itself the copy engine may overwrite it.
-    if (lane == 0 && atomicAdd(r.count + b, 1) == S::kWarps - 1) {
-      r.count[b] = 0;
-      if (i + r.n_bufs < n_my) issue_x_tile(p, r.xs + b * r.tile_stride, r.full + b, tile_begin + i + r.n_bufs, true);
-    }
-  }
-}
-
 // One block's work: the rows `br` over split blockIdx.y. smem: [barriers | warps' weight stages |
 // pad to 1024 | x chunk(s) / vals], the launch's dynamic shared memory.
-template <TensorType kType, int kNT, bool kWg = false>
+template <TensorType kType, int kNT>
 __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows& br, uint8_t* smem, float* rstd_s,
                                            int& last_s) {
   using S = GemvShape<kType, kNT>;
@@ -385,7 +310,6 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
   uint64_t* ring_full = x_bars;
   uint64_t* ring_sums = x_bars + n_ring;
   int* ring_count = reinterpret_cast<int*>(x_bars + 2 * n_ring);
-  uint64_t* ring_trans = x_bars + 2 * n_ring + (n_ring + 1) / 2;  // after the counters (kWg)
   uint8_t* stages = smem + S::kBarBytes + warp * S::kStages * S::kWarpTile;
   uint8_t* xs = smem + S::kBarBytes + S::kWBytes;
   if (p.x_tma) xs += (1024 - smem_u32(xs) % 1024) % 1024;  // the swizzle's period (launch_nt adds the slack)
@@ -398,7 +322,6 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
         for (int b = 0; b < n_ring; ++b) {
           mbar_init(ring_full + b, 1);
           mbar_init(ring_sums + b, kNT);
-          if constexpr (kWg) mbar_init(ring_trans + b, S::kWarps);
           ring_count[b] = 0;
         }
       } else {
@@ -451,15 +374,8 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
       // (rotating with i) compute the tile's sub-block sums first and signal them on the
       // buffer's sums barrier; every warp waits for them before its min products.
       uint32_t* ring_xsum = reinterpret_cast<uint32_t*>(xs + n_ring * tile_stride);
-      if constexpr (kWg) {
-        const GemvRing ring{ring_full, ring_sums, ring_trans, ring_count, ring_xsum, xs, n_ring, tile_stride};
-        gemv_ring_wgmma<kNT>(p, ring, n_my, tile_begin, bars, stages, w_src, acc);
-        trace_phase(p.trace, 2);
-        gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s, nullptr, smem);
-        return;
-      }
       if (threadIdx.x == 0) {
-        for (int b = 0; b < n_ring && b < n_my; ++b) issue_x_tile(p, xs + b * tile_stride, ring_full + b, tile_begin + b, false);
+        for (int b = 0; b < n_ring && b < n_my; ++b) issue_x_tile(p, xs + b * tile_stride, ring_full + b, tile_begin + b);
       }
       int b = 0;
       uint32_t phase = 0;
@@ -492,7 +408,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
         __syncwarp();
         if (lane == 0 && atomicAdd(ring_count + b, 1) == S::kWarps - 1) {
           ring_count[b] = 0;
-          if (i + n_ring < n_my) issue_x_tile(p, xb, ring_full + b, tile_begin + i + n_ring, false);
+          if (i + n_ring < n_my) issue_x_tile(p, xb, ring_full + b, tile_begin + i + n_ring);
         }
         if (++b == n_ring) {
           b = 0;
@@ -574,9 +490,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
   gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s, old_s, smem);
 }
 
-// kWg: the ring's Q4_K tiles by warpgroup MMA (gemv_ring_wgmma), a kernel of its own so that
-// neither route's registers weigh on the other's.
-template <TensorType kType, int kNT, bool kWg = false>
+template <TensorType kType, int kNT>
 __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<kType, kNT>::kMinBlocks)
     gemv_kernel(const __grid_constant__ GemvParams p) {
   extern __shared__ __align__(128) uint8_t smem[];
@@ -584,7 +498,7 @@ __global__ void __launch_bounds__(GemvShape<kType, kNT>::kWarps * 32, GemvShape<
   __shared__ int last_s;
   using S = GemvShape<kType, kNT>;
   trace_entry(p.trace);
-  gemv_block<kType, kNT, kWg>(p, locate_block(p.mats, 0, p.mats.n_mats, blockIdx.x, S::kBlockRows), smem, rstd_s, last_s);
+  gemv_block<kType, kNT>(p, locate_block(p.mats, 0, p.mats.n_mats, blockIdx.x, S::kBlockRows), smem, rstd_s, last_s);
   trace_exit(p.trace);
 }
 

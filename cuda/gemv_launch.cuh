@@ -140,12 +140,6 @@ void launch_nt(const GemvParams& p_in, cudaStream_t stream) {
   size_t resid_offset = 0;
   const size_t smem = gemv_add_push_area<kNT>(p, gemv_smem_bytes<kType, kNT>(p, &resid_offset));
   p.resid_smem_offset = static_cast<int32_t>(resid_offset);
-  if constexpr (kType == TensorType::Q4_K && kNT > 1) {
-    if (p.x_wgmma && p.x_ring_bufs > 0) {  // v32b: gemv_ring_wgmma
-      launch_blocks(gemv_kernel<kType, kNT, true>, p, gemv_row_blocks(p.mats, S::kBlockRows), S::kWarps * 32, smem, stream);
-      return;
-    }
-  }
   launch_blocks(gemv_kernel<kType, kNT>, p, gemv_row_blocks(p.mats, S::kBlockRows), S::kWarps * 32, smem, stream);
 }
 
@@ -183,12 +177,7 @@ void launch_pair_typed(const GemvParams& p, cudaStream_t stream) {
 
 template <TensorType kType>
 void prepare_gemv_typed() {
-  each_column_groups([](auto nt) {
-    prepare_kernel(reinterpret_cast<const void*>(gemv_kernel<kType, nt.value>));
-    if constexpr (kType == TensorType::Q4_K && nt.value > 1) {
-      prepare_kernel(reinterpret_cast<const void*>(gemv_kernel<kType, nt.value, true>));
-    }
-  });
+  each_column_groups([](auto nt) { prepare_kernel(reinterpret_cast<const void*>(gemv_kernel<kType, nt.value>)); });
 }
 
 template <TensorType kType>

@@ -106,23 +106,16 @@ __device__ __forceinline__ uint32_t q4k_xsum_fragment(const float (&xs)[4]) {
   return h2_as_u32(__floats2half2_rn(xs[0] + xs[2], xs[1] + xs[3]));
 }
 
-// The min product's B fragment of one column group of a tile from load(c), lane (g, t)'s 16 bytes
-// of chunk c (part t, elements 8c .. 8c + 7 of column g), wherever the tile's layout keeps them.
-// The same instructions wherever it runs, so the bits are the same.
-template <typename Load>
-__device__ __forceinline__ uint32_t q4k_xsum_from(Load load, int lane) {
+// The min product's B fragment of one column group of a tile, computed on its own (x_lane:
+// the lane's B address of the group in the tile); the same instructions as the fused loop
+// below, so the bits are the same whichever computes them.
+__device__ __forceinline__ uint32_t q4k_xsum_group(uint32_t x_lane, int lane) {
   const uint32_t sel_lo = q4k_sub_block_selector(lane, false), sel_hi = q4k_sub_block_selector(lane, true);
   float xs[4];
-  q4k_xsum_step<true>(xs, load(0), sel_lo);
+  q4k_xsum_step<true>(xs, ld_shared_v4(x_lane), sel_lo);
 #pragma unroll
-  for (int c = 1; c < 8; ++c) q4k_xsum_step<false>(xs, load(c), c < 4 ? sel_lo : sel_hi);
+  for (int c = 1; c < 8; ++c) q4k_xsum_step<false>(xs, ld_shared_v4(x_lane ^ static_cast<uint32_t>(c << 4)), c < 4 ? sel_lo : sel_hi);
   return q4k_xsum_fragment(xs);
-}
-
-// The same from today's x layout (x_lane: the lane's B address of the group in the tile); the
-// same instructions as the fused loop below, so the bits are the same whichever computes them.
-__device__ __forceinline__ uint32_t q4k_xsum_group(uint32_t x_lane, int lane) {
-  return q4k_xsum_from([&](int c) { return ld_shared_v4(x_lane ^ static_cast<uint32_t>(c << 4)); }, lane);
 }
 
 // The tile of the warp's 16 rows against every activation row (same contract as

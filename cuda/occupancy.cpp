@@ -23,17 +23,6 @@ int blocks_per_multiprocessor(const void* kernel, int threads, size_t smem_bytes
   return n;
 }
 
-bool device_has_wgmma() {
-  static const bool has = [] {
-    int device = 0, major = 0, minor = 0;
-    CHORUS_CUDA_CHECK(cudaGetDevice(&device));
-    CHORUS_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    CHORUS_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-    return major == 9 && minor == 0;
-  }();
-  return has;
-}
-
 int multiprocessor_count() {
   static const int n = [] {
     int device = 0, count = 0;

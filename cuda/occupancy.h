@@ -13,8 +13,4 @@ int blocks_per_multiprocessor(const void* kernel, int threads, size_t smem_bytes
 // Multiprocessors of the current device.
 int multiprocessor_count();
 
-// Whether the current device runs the sm_90a machine code (compute capability 9.0: H100, H200),
-// and with it warpgroup MMA; elsewhere the PTX is compiled without it.
-bool device_has_wgmma();
-
 }  // namespace chorus::cuda

@@ -17,9 +17,5 @@ namespace chorus::cuda {
 // multiple of 64, x or its stride not 16-byte aligned, or the driver lacks the entry point.
 bool encode_gemv_x_map(CUtensorMap& map, const __half* x, int64_t x_stride, int32_t k_elems, int32_t n_seqs,
                        int32_t box_rows);
-// The same rows with the 64-column lines outermost: a box lands as [4 lines][box_rows][128
-// bytes], 128-byte swizzled, which is warpgroup MMA's K-major layout (gemv_q4k_wgmma.cuh).
-bool encode_gemv_x_lines_map(CUtensorMap& map, const __half* x, int64_t x_stride, int32_t k_elems, int32_t n_seqs,
-                             int32_t box_rows);
 
 }  // namespace chorus::cuda

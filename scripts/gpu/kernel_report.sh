@@ -39,7 +39,7 @@ for f in "${files[@]}"; do
   base=$(basename "${f%.cu}")
   # The build's flags for device code (cuda/CMakeLists.txt), machine code only.
   # shellcheck disable=SC2086
-  "$NVCC" -I. -O3 -DNDEBUG -std=c++20 -arch=sm_90a -cubin ${DEFINES:-} -Xptxas -v "$f" -o "$OUT/$base.cubin" \
+  "$NVCC" -I. -O3 -DNDEBUG -std=c++20 -arch=sm_90 -cubin ${DEFINES:-} -Xptxas -v "$f" -o "$OUT/$base.cubin" \
     2> "$OUT/$base.ptxas"
 done
 python3 scripts/gpu/kernel_report.py ptxas "$OUT"/*.ptxas
