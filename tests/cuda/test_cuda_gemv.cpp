@@ -83,6 +83,34 @@ TEST_P(GemvTest, MatchesCpuReferenceForEveryBatchSize) {
   }
 }
 
+// Whole 128-row blocks past 8 rows, through the x ring (one split of 8 tiles, two of 4): the
+// shape of every wide Q4_K launch of the benchmark models, where each warp of a block has rows
+// (a warpgroup route, perf-notes v32, needs exactly that; the shapes above leave the last
+// block's warps partly empty). The 32-row launch matches the CPU reference, and every M from 1
+// to 31 gives its first rows' bits.
+TEST(GemvWholeBlocks, Q4KRingMatchesCpuAndEveryBatchSize) {
+  CHORUS_REQUIRE_GPU();
+  std::mt19937 rng(4321);
+  const int64_t k = 2048, n = 256;
+  const Problem pr = make_problem(TensorType::Q4_K, k, n, rng);
+  const auto x_h = random_x_half(32, k, k, rng);
+  std::vector<float> x_f(x_h.size());
+  for (size_t i = 0; i < x_h.size(); ++i) x_f[i] = quant::fp16_to_f32(x_h[i]);
+  const auto ref = reference(pr, x_f, k, 32);
+  const auto x = to_device(x_h);
+  for (int n_splits : {1, 2}) {
+    const Rig rig(pr, n_splits);
+    const std::vector<float> full = run_partials(rig, x, k, 32);
+    for (float v : full) ASSERT_TRUE(std::isfinite(v)) << "unwritten or non-finite output";
+    EXPECT_LT(test::rel_l2(full.data(), ref.data(), full.size()), 2e-3) << n_splits << " splits";
+    for (int m : {1, 8, 9, 16, 17, 24, 25, 31}) {
+      const std::vector<float> part = run_partials(rig, x, k, m);
+      ASSERT_EQ(0, std::memcmp(part.data(), full.data(), part.size() * sizeof(float)))
+          << "M=" << m << ", " << n_splits << " splits";
+    }
+  }
+}
+
 TEST_P(GemvTest, DequantF16AndEmbedMatchCpu) {
   CHORUS_REQUIRE_GPU();
   const TensorType type = GetParam();
