@@ -41,6 +41,19 @@ std::vector<float> run_partials(const Rig& rig, const DeviceBuffer<uint16_t>& x,
   return y;
 }
 
+// 32 random f16 activation rows (x_stride apart) on the device, and the CPU reference of the
+// problem's product with them: [32][n].
+struct RefInput {
+  DeviceBuffer<uint16_t> x;
+  std::vector<double> ref;
+};
+RefInput ref_input(const Problem& pr, int64_t x_stride, std::mt19937& rng) {
+  const auto x_h = random_x_half(32, pr.k, x_stride, rng);
+  std::vector<float> x_f(x_h.size());
+  for (size_t i = 0; i < x_h.size(); ++i) x_f[i] = quant::fp16_to_f32(x_h[i]);
+  return {to_device(x_h), reference(pr, x_f, x_stride, 32)};
+}
+
 class GemvTest : public ::testing::TestWithParam<TensorType> {};
 
 TEST_P(GemvTest, MatchesCpuReferenceForEveryBatchSize) {
@@ -51,11 +64,9 @@ TEST_P(GemvTest, MatchesCpuReferenceForEveryBatchSize) {
   const int64_t k = is_k_type(type) ? 1024 : 864, n = 200;
   const Problem pr = make_problem(type, k, n, rng);
   const int64_t x_stride = (k + 255) / 256 * 256;
-  const auto x_h = random_x_half(32, k, x_stride, rng);
-  std::vector<float> x_f(x_h.size());
-  for (size_t i = 0; i < x_h.size(); ++i) x_f[i] = quant::fp16_to_f32(x_h[i]);
-  const auto ref = reference(pr, x_f, x_stride, 32);
-  const auto x = to_device(x_h);
+  const RefInput in = ref_input(pr, x_stride, rng);
+  const auto& x = in.x;
+  const auto& ref = in.ref;
 
   // Two splits of 2 tiles (K-quants) and one of 4: past 8 rows the second takes the x ring
   // (gemv.h: kGemvRingMinTiles) where the copy engine can stage x, the first the chunk loop.
@@ -93,11 +104,9 @@ TEST(GemvWholeBlocks, Q4KRingMatchesCpuAndEveryBatchSize) {
   std::mt19937 rng(4321);
   const int64_t k = 2048, n = 256;
   const Problem pr = make_problem(TensorType::Q4_K, k, n, rng);
-  const auto x_h = random_x_half(32, k, k, rng);
-  std::vector<float> x_f(x_h.size());
-  for (size_t i = 0; i < x_h.size(); ++i) x_f[i] = quant::fp16_to_f32(x_h[i]);
-  const auto ref = reference(pr, x_f, k, 32);
-  const auto x = to_device(x_h);
+  const RefInput in = ref_input(pr, k, rng);
+  const auto& x = in.x;
+  const auto& ref = in.ref;
   for (int n_splits : {1, 2}) {
     const Rig rig(pr, n_splits);
     const std::vector<float> full = run_partials(rig, x, k, 32);
