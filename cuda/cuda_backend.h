@@ -141,9 +141,6 @@ class CudaBackend final : public Backend {
   void run_decode_graph(int32_t n_rows, int32_t max_chunks);
 
   Status check_seq(const SeqState& s, int32_t n_new) const;
-  // Token ids outside the vocabulary would make the embedding read outside its table, and a
-  // fault there leaves the CUDA context unusable for every chat: refused before any work.
-  Status check_tokens(std::span<const int32_t> tokens) const;
   // The sampler writes -1 where the logits left it no token (not finite numbers: a damaged
   // model file); what: "decode" / "prefill".
   Status check_sampled(std::span<const int32_t> tokens, const char* what) const;

@@ -96,17 +96,6 @@ void CudaBackend::run_decode_graph(int32_t n_rows, int32_t grid_chunks) {
   ++counters_.graph_replays;
 }
 
-Status CudaBackend::check_tokens(std::span<const int32_t> tokens) const {
-  const int32_t n_vocab = model_->config.n_vocab;
-  for (int32_t t : tokens) {
-    if (t < 0 || t >= n_vocab) {
-      return make_error("token id " + std::to_string(t) + " is out of range (the vocabulary has " +
-                        std::to_string(n_vocab) + " tokens)");
-    }
-  }
-  return Ok{};
-}
-
 Status CudaBackend::check_sampled(std::span<const int32_t> tokens, const char* what) const {
   for (int32_t t : tokens) {
     if (t < 0 || t >= model_->config.n_vocab) {
@@ -178,7 +167,7 @@ Result<DecodeResult> CudaBackend::decode(const DecodeBatch& batch) {
     return make_error("decode: batch of " + std::to_string(m) + " sequences (" + std::to_string(batch.tokens.size()) +
                       " tokens); this backend takes 1.." + std::to_string(max_batch_));
   }
-  CHORUS_TRY(check_tokens(batch.tokens));
+  CHORUS_TRY(check_token_ids(batch.tokens, model_->config.n_vocab));  // before any device work
   DecodeResult r;
   try {
     const int64_t t0 = now_us();
@@ -241,7 +230,7 @@ Result<std::vector<PrefillResult>> CudaBackend::prefill_batch(std::span<const Pr
                         std::to_string(c.seq.seq_id) + "; this backend takes 1.." + std::to_string(max_prefill_));
     }
     CHORUS_TRY(check_seq(c.seq, n));
-    CHORUS_TRY(check_tokens(c.tokens));
+    CHORUS_TRY(check_token_ids(c.tokens, model_->config.n_vocab));
     n_total += n;
   }
   if (n_total > max_prefill_) {

@@ -49,6 +49,18 @@ struct PrefillResult {
   std::vector<float> logits;   // [n_tokens][n_vocab] when asked
 };
 
+// Every backend's check of its input ids: an id outside [0, n_vocab) would index past the
+// embedding table (on a GPU, a fault that leaves the device unusable for every chat).
+inline Status check_token_ids(std::span<const int32_t> tokens, int32_t n_vocab) {
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= n_vocab) {
+      return make_error("token id " + std::to_string(t) + " is out of range (vocabulary has " +
+                        std::to_string(n_vocab) + " tokens)");
+    }
+  }
+  return Ok{};
+}
+
 // One decode step for M sequences, each adding one token at its own position n_past.
 struct DecodeBatch {
   std::vector<SeqState> seqs;    // [M]

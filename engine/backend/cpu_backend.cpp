@@ -133,15 +133,7 @@ class CpuBackend final : public Backend {
     return Ok{};
   }
 
-  Status check_tokens(const ForwardBatch& fb) const {
-    for (int32_t t : fb.tokens) {
-      if (t < 0 || t >= model_->config.n_vocab) {
-        return make_error("token id " + std::to_string(t) + " is out of range (vocabulary has " +
-                          std::to_string(model_->config.n_vocab) + " tokens)");
-      }
-    }
-    return Ok{};
-  }
+  Status check_tokens(const ForwardBatch& fb) const { return check_token_ids(fb.tokens, model_->config.n_vocab); }
 
   std::unique_ptr<ModelFile> model_;
   mutable ThreadPool pool_;
