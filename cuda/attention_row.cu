@@ -122,11 +122,21 @@ __device__ __forceinline__ void attention_row_block(const DecodeAttentionParams&
 
   // Items chunk-major, so the warps that run together read the same chunk's rows.
   const int warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5, lane = threadIdx.x & 31;
-  for (int item = warp; item < group * (c1 - c0); item += n_warps) {
+  // Item `item` of this block: head g of chunk c (the block's local-th), n_pos rows staged at
+  // rows. Both passes over the items (two phases) take them from here.
+  struct Item {
+    int g, c, n_pos;
+    StagedRows rows;
+  };
+  auto item_at = [&](int item) {
     const int local = item / group, g = item - local * group, c = c0 + local;
-    const int n_pos = min(kAttnChunkTokens, len - c * kAttnChunkTokens);
     const int first = local * kAttnChunkTokens * pitch;
-    const StagedRows rows{k_s + first, v_s + first, pitch};
+    return Item{g, c, min(kAttnChunkTokens, len - c * kAttnChunkTokens), StagedRows{k_s + first, v_s + first, pitch}};
+  };
+  for (int item = warp; item < group * (c1 - c0); item += n_warps) {
+    const Item it = item_at(item);
+    const int g = it.g, c = it.c, n_pos = it.n_pos;
+    const StagedRows& rows = it.rows;
     if (two_phases) {
       e_s[(g * p.grid_chunks + c) * kAttnChunkTokens + lane] = attend_scores(p, s.q_s[g], n_pos, rows, &sink_ml[g][c][0]);
     } else {
@@ -140,11 +150,9 @@ __device__ __forceinline__ void attention_row_block(const DecodeAttentionParams&
     cp_async_wait_all();
     __syncthreads();
     for (int item = warp; item < group * (c1 - c0); item += n_warps) {
-      const int local = item / group, g = item - local * group, c = c0 + local;
-      const int n_pos = min(kAttnChunkTokens, len - c * kAttnChunkTokens);
-      const int first = local * kAttnChunkTokens * pitch;
-      attend_pv<kP>(p, n_pos, StagedRows{k_s + first, v_s + first, pitch},
-                    e_s[(g * p.grid_chunks + c) * kAttnChunkTokens + lane], sink_o + (g * p.grid_chunks + c) * hd);
+      const Item it = item_at(item);
+      attend_pv<kP>(p, it.n_pos, it.rows, e_s[(it.g * p.grid_chunks + it.c) * kAttnChunkTokens + lane],
+                    sink_o + (it.g * p.grid_chunks + it.c) * hd);
     }
   }
   if (n_parts > 1) {
