@@ -109,6 +109,69 @@ __device__ __forceinline__ void fence_regs(float (&d)[kN]) {
   for (int i = 0; i < kN; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// ---- helpers of the bits kernels ----
+// a_frag: [warp][k-step][lane][4] words of A fragments (mma.sync m16n8k16 layout, rows 16w..).
+__device__ __forceinline__ void load_a_fragments(const uint32_t* a_frag, uint32_t (&a)[16][4]) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int s = 0; s < 16; ++s) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) a[s][j] = a_frag[((warp * 16 + s) * 32 + lane) * 4 + j];
+  }
+}
+
+// 16 chained mma.sync per column group nt; load_b(n, s) gives column n's B registers of k-step s.
+template <typename LoadB>
+__device__ __forceinline__ void mma_sync_chains(const uint32_t (&a)[16][4], LoadB load_b, float (&c)[4][4]) {
+  const int g = (threadIdx.x % 32) / 4;
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+#pragma unroll
+    for (int s = 0; s < 16; ++s) {
+      const uint2 b = load_b(nt * 8 + g, s);
+      if (s == 0) {
+        chorus::cuda::mma_16816_first(c[nt], a[s], b.x, b.y);
+      } else {
+        chorus::cuda::mma_16816(c[nt], a[s], b.x, b.y);
+      }
+    }
+  }
+}
+
+// 16 chained wgmma m64n32k16 from zero; desc(s) is k-step s's B descriptor.
+template <typename Desc>
+__device__ __forceinline__ void wgmma_chain32(const uint32_t (&a)[16][4], Desc desc, float (&d)[16]) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i) d[i] = 0.0f;
+  fence_regs(d);
+  wg_fence();
+#pragma unroll
+  for (int s = 0; s < 16; ++s) wgmma_m64n32k16(d, a[s], desc(s), s > 0);
+  wg_commit();
+  wg_wait0();
+  fence_regs(d);
+}
+
+// Column group nt's 4 values of this thread (mma.sync C and wgmma D layout alike: rows 16 w + g
+// (+8), cols 8 nt + 2t (+1)) into out [64][cols].
+__device__ __forceinline__ void store_group(float* out, int cols, int nt, float v0, float v1, float v2, float v3) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int r0 = warp * 16 + g, c0 = nt * 8 + 2 * t;
+  out[r0 * cols + c0] = v0;
+  out[r0 * cols + c0 + 1] = v1;
+  out[(r0 + 8) * cols + c0] = v2;
+  out[(r0 + 8) * cols + c0 + 1] = v3;
+}
+
+// Both routes' [64][32] results: mma.sync's c into out_sync, wgmma's d into out_wg.
+__device__ __forceinline__ void store_both(float* out_sync, float* out_wg, const float (&c)[4][4], const float (&d)[16]) {
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    store_group(out_sync, kCols, nt, c[nt][0], c[nt][1], c[nt][2], c[nt][3]);
+    store_group(out_wg, kCols, nt, d[4 * nt], d[4 * nt + 1], d[4 * nt + 2], d[4 * nt + 3]);
+  }
+}
+
 // ---- 1. bits ----
 // a_frag: [warp][k-step][lane][4] words of A fragments (mma.sync m16n8k16 layout, rows 16w..);
 // b: 256 x 32 as f16 in b_offset layout. out_sync / out_wg: [64][32] f32.
@@ -117,39 +180,17 @@ __global__ void __launch_bounds__(128) bits_kernel(const uint32_t* a_frag, const
   __shared__ __align__(1024) uint8_t bs[kBBytes];
   for (int i = threadIdx.x; i < kBBytes / 16; i += blockDim.x) reinterpret_cast<uint4*>(bs)[i] = reinterpret_cast<const uint4*>(b)[i];
   __syncthreads();
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int t = threadIdx.x % 4;
   const uint32_t base = smem_u32(bs);
   uint32_t a[16][4];
-#pragma unroll
-  for (int s = 0; s < 16; ++s) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) a[s][j] = a_frag[((warp * 16 + s) * 32 + lane) * 4 + j];
-  }
-  // mma.sync: column group nt, k-step s: B rows (k) 2t, 2t+1 and 2t+8, 2t+9 of col 8 nt + g.
+  load_a_fragments(a_frag, a);
+  // mma.sync: k-step s of column n: B rows (k) 2t, 2t+1 and 2t+8, 2t+9.
   float c[4][4];
-#pragma unroll
-  for (int nt = 0; nt < 4; ++nt) {
-    const int n = nt * 8 + g;
-#pragma unroll
-    for (int s = 0; s < 16; ++s) {
-      const uint32_t b0 = lds32(base + b_offset(n, 16 * s + 2 * t)), b1 = lds32(base + b_offset(n, 16 * s + 2 * t + 8));
-      if (s == 0) {
-        chorus::cuda::mma_16816_first(c[nt], a[s], b0, b1);
-      } else {
-        chorus::cuda::mma_16816(c[nt], a[s], b0, b1);
-      }
-    }
-  }
+  mma_sync_chains(
+      a, [&](int n, int s) { return make_uint2(lds32(base + b_offset(n, 16 * s + 2 * t)), lds32(base + b_offset(n, 16 * s + 2 * t + 8))); },
+      c);
   float d[16];
-#pragma unroll
-  for (int i = 0; i < 16; ++i) d[i] = 0.0f;
-  fence_regs(d);
-  wg_fence();
-#pragma unroll
-  for (int s = 0; s < 16; ++s) wgmma_m64n32k16(d, a[s], b_desc_step(base, s), s > 0);
-  wg_commit();
-  wg_wait0();
-  fence_regs(d);
+  wgmma_chain32(a, [&](int s) { return b_desc_step(base, s); }, d);
   float d8[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // one column group (cols 0-7) by m64n8k16
   fence_regs(d8);
   wg_fence();
@@ -158,26 +199,8 @@ __global__ void __launch_bounds__(128) bits_kernel(const uint32_t* a_frag, const
   wg_commit();
   wg_wait0();
   fence_regs(d8);
-  {
-    const int r0 = warp * 16 + g, c0 = 2 * t;
-    out_wg8[r0 * 8 + c0] = d8[0];
-    out_wg8[r0 * 8 + c0 + 1] = d8[1];
-    out_wg8[(r0 + 8) * 8 + c0] = d8[2];
-    out_wg8[(r0 + 8) * 8 + c0 + 1] = d8[3];
-  }
-  // Both D layouts: rows 16 w + g (+8), cols 8 nt + 2t (+1).
-#pragma unroll
-  for (int nt = 0; nt < 4; ++nt) {
-    const int r0 = warp * 16 + g, c0 = nt * 8 + 2 * t;
-    out_sync[r0 * kCols + c0] = c[nt][0];
-    out_sync[r0 * kCols + c0 + 1] = c[nt][1];
-    out_sync[(r0 + 8) * kCols + c0] = c[nt][2];
-    out_sync[(r0 + 8) * kCols + c0 + 1] = c[nt][3];
-    out_wg[r0 * kCols + c0] = d[4 * nt];
-    out_wg[r0 * kCols + c0 + 1] = d[4 * nt + 1];
-    out_wg[(r0 + 8) * kCols + c0] = d[4 * nt + 2];
-    out_wg[(r0 + 8) * kCols + c0 + 1] = d[4 * nt + 3];
-  }
+  store_group(out_wg8, 8, 0, d8[0], d8[1], d8[2], d8[3]);
+  store_both(out_sync, out_wg, c, d);
 }
 
 // ---- 1b. bits in the GEMV's own k order ----
@@ -218,51 +241,21 @@ __global__ void __launch_bounds__(128) bits_gemv_order_kernel(const uint32_t* a_
     }
   }
   __syncthreads();
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int t = threadIdx.x % 4;
   uint32_t a[16][4];
-#pragma unroll
-  for (int s = 0; s < 16; ++s) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) a[s][j] = a_frag[((warp * 16 + s) * 32 + lane) * 4 + j];
-  }
+  load_a_fragments(a_frag, a);
   float c4[4][4];
-#pragma unroll
-  for (int nt = 0; nt < 4; ++nt) {
-    const int n = nt * 8 + g;
-#pragma unroll
-    for (int s = 0; s < 16; ++s) {  // as warp_tile_mma: one 16-byte load per two k-steps
-      const uint4 v = *reinterpret_cast<const uint4*>(xs + n * 512 + t * 128 + (((s / 2) ^ (((n & 1) << 2) | t)) << 4));
-      const uint32_t b0 = s % 2 ? v.z : v.x, b1 = s % 2 ? v.w : v.y;
-      if (s == 0) {
-        chorus::cuda::mma_16816_first(c4[nt], a[s], b0, b1);
-      } else {
-        chorus::cuda::mma_16816(c4[nt], a[s], b0, b1);
-      }
-    }
-  }
+  mma_sync_chains(  // as warp_tile_mma: one 16-byte load per two k-steps
+      a,
+      [&](int n, int s) {
+        const uint4 v = *reinterpret_cast<const uint4*>(xs + n * 512 + t * 128 + (((s / 2) ^ (((n & 1) << 2) | t)) << 4));
+        return s % 2 ? make_uint2(v.z, v.w) : make_uint2(v.x, v.y);
+      },
+      c4);
   float d[16];
-#pragma unroll
-  for (int i = 0; i < 16; ++i) d[i] = 0.0f;
-  fence_regs(d);
-  wg_fence();
   const uint32_t pbase = smem_u32(ps);
-#pragma unroll
-  for (int s = 0; s < 16; ++s) wgmma_m64n32k16(d, a[s], make_desc(pbase + s * 2 * kCols * 16, kCols * 16, 128, 0), s > 0);
-  wg_commit();
-  wg_wait0();
-  fence_regs(d);
-#pragma unroll
-  for (int nt = 0; nt < 4; ++nt) {
-    const int r0 = warp * 16 + g, col = nt * 8 + 2 * t;
-    out_sync[r0 * kCols + col] = c4[nt][0];
-    out_sync[r0 * kCols + col + 1] = c4[nt][1];
-    out_sync[(r0 + 8) * kCols + col] = c4[nt][2];
-    out_sync[(r0 + 8) * kCols + col + 1] = c4[nt][3];
-    out_wg[r0 * kCols + col] = d[4 * nt];
-    out_wg[r0 * kCols + col + 1] = d[4 * nt + 1];
-    out_wg[(r0 + 8) * kCols + col] = d[4 * nt + 2];
-    out_wg[(r0 + 8) * kCols + col + 1] = d[4 * nt + 3];
-  }
+  wgmma_chain32(a, [&](int s) { return make_desc(pbase + s * 2 * kCols * 16, kCols * 16, 128, 0); }, d);
+  store_both(out_sync, out_wg, c4, d);
 }
 
 // ---- 2. rate ----
