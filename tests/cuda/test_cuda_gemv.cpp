@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "tests/cuda/gemv_test_util.h"
@@ -54,6 +55,20 @@ RefInput ref_input(const Problem& pr, int64_t x_stride, std::mt19937& rng) {
   return {to_device(x_h), reference(pr, x_f, x_stride, 32)};
 }
 
+// The 32-row launch of rig against the CPU reference (every output written and finite, relative
+// L2 error under 2e-3), then each M of ms bit for bit against its first rows; the 32-row result
+// into *full. Callers wrap it in ASSERT_NO_FATAL_FAILURE.
+void check_batch_sizes(const Rig& rig, const RefInput& in, int64_t x_stride, std::initializer_list<int> ms,
+                       const std::string& what, std::vector<float>* full) {
+  *full = run_partials(rig, in.x, x_stride, 32);
+  for (float v : *full) ASSERT_TRUE(std::isfinite(v)) << "unwritten or non-finite output, " << what;
+  EXPECT_LT(test::rel_l2(full->data(), in.ref.data(), full->size()), 2e-3) << what;
+  for (int m : ms) {
+    const std::vector<float> part = run_partials(rig, in.x, x_stride, m);
+    ASSERT_EQ(0, std::memcmp(part.data(), full->data(), part.size() * sizeof(float))) << "M=" << m << ", " << what;
+  }
+}
+
 class GemvTest : public ::testing::TestWithParam<TensorType> {};
 
 TEST_P(GemvTest, MatchesCpuReferenceForEveryBatchSize) {
@@ -66,22 +81,15 @@ TEST_P(GemvTest, MatchesCpuReferenceForEveryBatchSize) {
   const int64_t x_stride = (k + 255) / 256 * 256;
   const RefInput in = ref_input(pr, x_stride, rng);
   const auto& x = in.x;
-  const auto& ref = in.ref;
 
   // Two splits of 2 tiles (K-quants) and one of 4: past 8 rows the second takes the x ring
   // (gemv.h: kGemvRingMinTiles) where the copy engine can stage x, the first the chunk loop.
   for (int n_splits : {2, 1}) {
     const Rig rig(pr, n_splits);
-    const std::vector<float> full = run_partials(rig, x, x_stride, 32);
-    for (float v : full) ASSERT_TRUE(std::isfinite(v)) << "unwritten or non-finite output";
-    EXPECT_LT(test::rel_l2(full.data(), ref.data(), full.size()), 2e-3)
-        << tensor_type_name(static_cast<uint32_t>(type)) << ", " << n_splits << " splits";
-
-    for (int m : {1, 3, 8, 9, 17, 31}) {
-      const std::vector<float> part = run_partials(rig, x, x_stride, m);
-      ASSERT_EQ(0, std::memcmp(part.data(), full.data(), part.size() * sizeof(float)))
-          << "M=" << m << ", " << n_splits << " splits";
-    }
+    std::vector<float> full;
+    ASSERT_NO_FATAL_FAILURE(check_batch_sizes(
+        rig, in, x_stride, {1, 3, 8, 9, 17, 31},
+        tensor_type_name(static_cast<uint32_t>(type)) + ", " + std::to_string(n_splits) + " splits", &full));
     // The x chunk budget only decides how many tiles a chunk holds (gemv.h): from one tile a
     // chunk (4 KB) to the whole split (64 KB), the bits stay those of every other route.
     for (int m : {2, 8, 16}) {
@@ -105,18 +113,11 @@ TEST(GemvWholeBlocks, Q4KRingMatchesCpuAndEveryBatchSize) {
   const int64_t k = 2048, n = 256;
   const Problem pr = make_problem(TensorType::Q4_K, k, n, rng);
   const RefInput in = ref_input(pr, k, rng);
-  const auto& x = in.x;
-  const auto& ref = in.ref;
   for (int n_splits : {1, 2}) {
     const Rig rig(pr, n_splits);
-    const std::vector<float> full = run_partials(rig, x, k, 32);
-    for (float v : full) ASSERT_TRUE(std::isfinite(v)) << "unwritten or non-finite output";
-    EXPECT_LT(test::rel_l2(full.data(), ref.data(), full.size()), 2e-3) << n_splits << " splits";
-    for (int m : {1, 8, 9, 16, 17, 24, 25, 31}) {
-      const std::vector<float> part = run_partials(rig, x, k, m);
-      ASSERT_EQ(0, std::memcmp(part.data(), full.data(), part.size() * sizeof(float)))
-          << "M=" << m << ", " << n_splits << " splits";
-    }
+    std::vector<float> full;
+    ASSERT_NO_FATAL_FAILURE(
+        check_batch_sizes(rig, in, k, {1, 8, 9, 16, 17, 24, 25, 31}, std::to_string(n_splits) + " splits", &full));
   }
 }
 
