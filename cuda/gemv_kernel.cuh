@@ -54,13 +54,11 @@ struct GemvShape {
   // or a ring's full and sums barriers and its release counters), padded.
   static constexpr int kBarBytes = (kWarps * kStages * 8 + kGemvMaxRingBufs * (8 + 8 + 4) + 127) / 128 * 128;
   static constexpr int kWBytes = kWarps * kStages * kWarpTile;
-  // 8 warps: <= 128 registers. 4 warps: unbounded (the others take <= 128 at one column group),
-  // except Q4_K at one column group, whose two accumulation chains (gemv_q4k_exact.cuh) take it
-  // to 129 unbounded and 118 bounded, no spills: 4 blocks a multiprocessor, not 3. The traced
-  // build (trace_span.h) bounds every 4-warp kernel, since its stamps had taken Q4_K to 129 and
-  // made traced N <= 8 steps ~20 % slower than the timed ones (perf-notes, session 26).
-  static constexpr bool kBound4 = kStepTraceBuilt || (kType == TensorType::Q4_K && kNT == 1);
-  static constexpr int kMinBlocks = kWarps > kGemvWarps ? 2 : (kBound4 ? 4 : 1);
+  // 8 warps: <= 128 registers. 4 warps: none in the submitted build (they take <= 128); the
+  // traced build (trace_span.h) bounds them to 128 as well, since its stamps took the Q4_K
+  // kernel to 129 registers, 3 blocks a multiprocessor instead of 4, and so traced N <= 8 steps
+  // ran ~20 % slower than the timed ones (perf-notes, session 26).
+  static constexpr int kMinBlocks = kWarps > kGemvWarps ? 2 : (kStepTraceBuilt ? 4 : 1);
   // Q4_K past one column group: the block computes each tile's sub-block sums once
   // (gemv_q4k_exact.cuh) into the x region after the tiles: [2 chunk buffers][chunk tile] or
   // [ring buffer], then [column group][lane] fragments.

@@ -106,18 +106,6 @@ __device__ __forceinline__ uint32_t q4k_xsum_fragment(const float (&xs)[4]) {
   return h2_as_u32(__floats2half2_rn(xs[0] + xs[2], xs[1] + xs[3]));
 }
 
-// The order of a tile's 8 chunks. The scale products accumulate in two chains: A = chunks
-// {0, 1, 4, 5} (qs words 0-3 of the part, low then high nibbles) and B = {2, 3, 6, 7} (words
-// 4-7), each in that order, each scaled by d into acc, A first. One column group runs the chains
-// side by side, chunks 0, 2, 1, 3, 4, 6, 5, 7 (8 dependent mma each instead of 16: at M <= 8 a
-// warp's last tiles wait on that chain, perf-notes D3); more column groups run A, then B, in the
-// same registers, so that words 0-3 die halfway. Each chain sees the same mma in the same order
-// either way, so the bits do not depend on M. The sub-block sums take the side-by-side order
-// everywhere.
-__device__ __forceinline__ constexpr int q4k_side_by_side_chunk(int i) { return (i & 4) | ((i & 1) << 1) | ((i >> 1) & 1); }
-__device__ __forceinline__ constexpr int q4k_chain_after_chain_chunk(int i) { return ((i & 4) >> 1) | ((i & 2) << 1) | (i & 1); }
-__device__ __forceinline__ constexpr bool q4k_chunk_in_chain_b(int c) { return (c & 2) != 0; }
-
 // The min product's B fragment of one column group of a tile, computed on its own (x_lane:
 // the lane's B address of the group in the tile); the same instructions as the fused loop
 // below, so the bits are the same whichever computes them.
@@ -126,23 +114,8 @@ __device__ __forceinline__ uint32_t q4k_xsum_group(uint32_t x_lane, int lane) {
   float xs[4];
   q4k_xsum_step<true>(xs, ld_shared_v4(x_lane), sel_lo);
 #pragma unroll
-  for (int i = 1; i < 8; ++i) {
-    const int c = q4k_side_by_side_chunk(i);
-    q4k_xsum_step<false>(xs, ld_shared_v4(x_lane ^ static_cast<uint32_t>(c << 4)), c < 4 ? sel_lo : sel_hi);
-  }
+  for (int c = 1; c < 8; ++c) q4k_xsum_step<false>(xs, ld_shared_v4(x_lane ^ static_cast<uint32_t>(c << 4)), c < 4 ? sel_lo : sel_hi);
   return q4k_xsum_fragment(xs);
-}
-
-// acc += d * P for one chain's tile-local sums (rows g and g + 8 take their own d).
-template <int kNT>
-__device__ __forceinline__ void q4k_scale_into(float (&acc)[kNT][4], const float (&p)[kNT][4], float d_g, float d_g8) {
-#pragma unroll
-  for (int nt = 0; nt < kNT; ++nt) {
-    acc[nt][0] = fmaf(d_g, p[nt][0], acc[nt][0]);
-    acc[nt][1] = fmaf(d_g, p[nt][1], acc[nt][1]);
-    acc[nt][2] = fmaf(d_g8, p[nt][2], acc[nt][2]);
-    acc[nt][3] = fmaf(d_g8, p[nt][3], acc[nt][3]);
-  }
 }
 
 // The tile of the warp's 16 rows against every activation row (same contract as
@@ -151,7 +124,6 @@ __device__ __forceinline__ void q4k_scale_into(float (&acc)[kNT][4], const float
 // the block computes them once per tile (q4k_xsum_group, gemv_kernel) and xsum_tile holds
 // them: [column group][lane] fragments, complete (in the ring, gemv_kernel.cuh) once xsum_bar
 // has completed the phase of this parity; null where a block barrier already ordered them.
-// The chunks go in q4k_side_by_side_chunk's or q4k_chain_after_chain_chunk's order (above).
 template <int kNT>
 __device__ __forceinline__ void warp_tile_q4k_exact(const uint8_t* wt, uint32_t x_lane, int lane, float (&acc)[kNT][4],
                                                     const uint32_t* xsum_tile, uint64_t* xsum_bar, uint32_t xsum_parity) {
@@ -160,12 +132,9 @@ __device__ __forceinline__ void warp_tile_q4k_exact(const uint8_t* wt, uint32_t 
   const Q4KExactRow ra = q4k_exact_load(wt + g * kRec, t);
   const Q4KExactRow rb = q4k_exact_load(wt + (g + 8) * kRec, t);
   const uint32_t sel_lo = q4k_sub_block_selector(lane, false), sel_hi = q4k_sub_block_selector(lane, true);
-  constexpr bool kSideBySide = kNT == 1;
-  float p[kNT][4], p_b[kNT][4], xs[4];  // p_b: chain B side by side
+  float p[kNT][4], xs[4];
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const int c = kSideBySide ? q4k_side_by_side_chunk(i) : q4k_chain_after_chain_chunk(i);
-    const bool in_b = q4k_chunk_in_chain_b(c), chain_first = kSideBySide ? i < 2 : (i == 0 || i == 4);
+  for (int c = 0; c < 8; ++c) {
     __half2 wa[4], wb[4];
     q4k_exact_chunk(ra, c, wa);
     q4k_exact_chunk(rb, c, wb);
@@ -177,34 +146,29 @@ __device__ __forceinline__ void warp_tile_q4k_exact(const uint8_t* wt, uint32_t 
     for (int nt = 0; nt < kNT; ++nt) b[nt] = ld_shared_v4(xc + nt * 8 * kGemvXTileBytes);
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) {
-      float(&chain)[4] = kSideBySide && in_b ? p_b[nt] : p[nt];
-      if (chain_first) {
-        mma_16816_first(chain, a0, b[nt].x, b[nt].y);
+      if (c == 0) {
+        mma_16816_first(p[nt], a0, b[nt].x, b[nt].y);
       } else {
-        mma_16816(chain, a0, b[nt].x, b[nt].y);
+        mma_16816(p[nt], a0, b[nt].x, b[nt].y);
       }
-      mma_16816(chain, a1, b[nt].z, b[nt].w);
+      mma_16816(p[nt], a1, b[nt].z, b[nt].w);
     }
-    if constexpr (kSideBySide) {
-      if (i == 0) {
+    if constexpr (kNT == 1) {
+      if (c == 0) {
         q4k_xsum_step<true>(xs, b[0], sel_lo);
       } else {
         q4k_xsum_step<false>(xs, b[0], c < 4 ? sel_lo : sel_hi);
       }
-    } else if (i == 3) {
-      q4k_scale_into<kNT>(acc, p, ra.d, rb.d);  // chain A, before p takes chain B
     }
-  }
-  if constexpr (kSideBySide) {
-    q4k_scale_into<kNT>(acc, p, ra.d, rb.d);
-    q4k_scale_into<kNT>(acc, p_b, ra.d, rb.d);
-  } else {
-    q4k_scale_into<kNT>(acc, p, ra.d, rb.d);  // chain B
   }
   if (kNT > 1 && xsum_bar != nullptr) mbar_wait(xsum_bar, xsum_parity);  // the ring's sums of this tile
 #pragma unroll
   for (int nt = 0; nt < kNT; ++nt) {
     const uint32_t b_min = kNT == 1 ? q4k_xsum_fragment(xs) : xsum_tile[nt * 32 + lane];
+    acc[nt][0] = fmaf(ra.d, p[nt][0], acc[nt][0]);
+    acc[nt][1] = fmaf(ra.d, p[nt][1], acc[nt][1]);
+    acc[nt][2] = fmaf(rb.d, p[nt][2], acc[nt][2]);
+    acc[nt][3] = fmaf(rb.d, p[nt][3], acc[nt][3]);
     mma_1688(acc[nt], ra.neg_min, rb.neg_min, b_min);
   }
 }
