@@ -58,7 +58,7 @@ class CpuBackend final : public Backend {
     for (size_t i = 0; i < chunk.tokens.size(); ++i) {
       fb.add_row(chunk.tokens[i], chunk.seq.n_past + static_cast<int32_t>(i), 0);
     }
-    if (auto st = check_tokens(fb); !st) return st.error();
+    if (auto st = check_token_ids(fb.tokens, model_->config.n_vocab); !st) return st.error();
     arch_.forward(pool_, fb, kv_, hidden_);
     PrefillResult out;
     const int64_t V = model_->config.n_vocab, E = model_->config.n_embd, R = fb.n_rows();
@@ -89,7 +89,7 @@ class CpuBackend final : public Backend {
       fb.block_tables.push_back(batch.seqs[s].block_table);
       fb.add_row(batch.tokens[s], batch.seqs[s].n_past, static_cast<int32_t>(s));
     }
-    if (auto st = check_tokens(fb); !st) return st.error();
+    if (auto st = check_token_ids(fb.tokens, model_->config.n_vocab); !st) return st.error();
     DecodeResult out;
     auto t0 = Clock::now();
     arch_.forward(pool_, fb, kv_, hidden_);
@@ -132,8 +132,6 @@ class CpuBackend final : public Backend {
     }
     return Ok{};
   }
-
-  Status check_tokens(const ForwardBatch& fb) const { return check_token_ids(fb.tokens, model_->config.n_vocab); }
 
   std::unique_ptr<ModelFile> model_;
   mutable ThreadPool pool_;
