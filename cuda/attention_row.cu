@@ -134,9 +134,7 @@ __device__ __forceinline__ void attention_row_block(const DecodeAttentionParams&
     return Item{g, c, min(kAttnChunkTokens, len - c * kAttnChunkTokens), StagedRows{k_s + first, v_s + first, pitch}};
   };
   for (int item = warp; item < group * (c1 - c0); item += n_warps) {
-    const Item it = item_at(item);
-    const int g = it.g, c = it.c, n_pos = it.n_pos;
-    const StagedRows& rows = it.rows;
+    const auto [g, c, n_pos, rows] = item_at(item);
     if (two_phases) {
       e_s[(g * p.grid_chunks + c) * kAttnChunkTokens + lane] = attend_scores(p, s.q_s[g], n_pos, rows, &sink_ml[g][c][0]);
     } else {
