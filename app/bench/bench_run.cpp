@@ -152,6 +152,13 @@ Result<OpenedEngine> open_engine(const RunArgs& a, StepLog& log) {
     if (!reader.ok()) return reader.error();
     auto config = ModelConfig::from_gguf(*reader);
     if (!config.ok()) return config.error();
+    // Checked here so that the user reads the numbers, not a sequence ending context-full
+    // after 0 tokens (the engine caps the context at what the model was trained for).
+    if (config->n_ctx_train > 0 && a.prompt_tokens + a.gen_tokens > config->n_ctx_train) {
+      return make_error("--prompt-tokens " + std::to_string(a.prompt_tokens) + " + --gen-tokens " +
+                        std::to_string(a.gen_tokens) + " exceed " + a.model + "'s context of " +
+                        std::to_string(config->n_ctx_train) + " tokens");
+    }
     e.n_vocab = config->n_vocab;
   }
   o.max_prefill_seqs = a.prefill_seqs;
