@@ -91,6 +91,7 @@ RequestId FakeEngine::submit(Request request, RequestCallbacks callbacks) {
   a.t_submit_us = now_us();
   a.stats.n_prompt_tokens = a.n_prompt_tokens;
   std::lock_guard lock(mu_);
+  a.context_full = a.n_prompt_tokens >= last_load_.context_tokens;
   a.id = next_id_++;
   submitted_.push_back(std::move(request));
   active_.push_back(std::move(a));
@@ -117,7 +118,7 @@ void FakeEngine::run() {
     std::vector<Emission> out;
     step_locked(out);
     std::erase_if(active_, [](const Active& a) {
-      return a.cancelled || a.next >= a.tokens.size() ||
+      return a.cancelled || a.context_full || a.next >= a.tokens.size() ||
              static_cast<int32_t>(a.next) >= a.max_tokens;
     });
     lock.unlock();
@@ -133,7 +134,7 @@ void FakeEngine::step_locked(std::vector<Emission>& out) {
     Emission e;
     e.callbacks = a.callbacks;
     e.delta.id = a.id;
-    if (!a.cancelled) {
+    if (!a.cancelled && !a.context_full) {
       ++m;
       for (int k = 0; k < options_.tokens_per_step && a.next < a.tokens.size() &&
                       static_cast<int32_t>(a.next) < a.max_tokens;
@@ -151,11 +152,12 @@ void FakeEngine::step_locked(std::vector<Emission>& out) {
     }
     const bool eos = a.next >= a.tokens.size();
     const bool max = static_cast<int32_t>(a.next) >= a.max_tokens;
-    if (a.cancelled || eos || max) {
+    if (a.cancelled || a.context_full || eos || max) {
       e.finished = true;
-      e.reason = a.cancelled ? FinishReason::Cancelled
-                 : eos       ? FinishReason::EndOfGeneration
-                             : FinishReason::MaxTokens;
+      e.reason = a.cancelled      ? FinishReason::Cancelled
+                 : a.context_full ? FinishReason::ContextFull
+                 : eos            ? FinishReason::EndOfGeneration
+                                  : FinishReason::MaxTokens;
     }
     e.stats = a.stats;
     out.push_back(std::move(e));

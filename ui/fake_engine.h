@@ -21,8 +21,8 @@ struct FakeEngineOptions {
   int64_t step_interval_us = 5'000;  // one token per running request per step
   int32_t tokens_per_step = 1;       // >1 makes bursts (coalescing tests)
   int64_t load_delay_ms = 0;         // load_model sleeps this long (busy-indicator tests)
-  bool trace_tokens = false;
-  int32_t filler_sentences = 120;    // length of the scripted reply's plain-text tail         // print "fake-token <id> <n>" to stdout per token
+  bool trace_tokens = false;         // print "fake-token <id> <n>" to stdout per token
+  int32_t filler_sentences = 120;    // length of the scripted reply's plain-text tail
 };
 
 class FakeEngine final : public EngineApi {
@@ -55,6 +55,7 @@ class FakeEngine final : public EngineApi {
     int32_t max_tokens = 0;
     int32_t n_prompt_tokens = 0;
     bool cancelled = false;
+    bool context_full = false;  // the prompt alone fills the loaded context (as the engine ends it)
     int64_t t_submit_us = 0;
     RequestStats stats;
     std::shared_ptr<RequestCallbacks> callbacks;
