@@ -252,7 +252,15 @@ void ChatTab::onFinished(quint64 id, FinishReason reason, const RequestStats& st
   if (id != request_ || streaming_index_ < 0) return;
   Message& m = conv_.messages[streaming_index_];
   updateSpeed(stats);
-  if (m.state != MessageState::Failed) {
+  if (reason == FinishReason::ContextFull && stats.n_generated_tokens == 0) {
+    // The engine ends a prompt that fills the context before it generates anything; "context
+    // full · 0 tokens" would leave the user guessing what to do.
+    m.state = MessageState::Failed;
+    m.note = tr("This conversation (%1 tokens) no longer fits the model's context: start a new "
+                "chat, or raise Context size in Settings (up to what the model supports) and "
+                "reload the model.")
+                 .arg(stats.n_prompt_tokens);
+  } else if (m.state != MessageState::Failed) {
     m.state = reason == FinishReason::Cancelled ? MessageState::Stopped
               : reason == FinishReason::Error   ? MessageState::Failed
                                                 : MessageState::Complete;

@@ -30,6 +30,7 @@ class TestChatTabs : public QObject {
   void editAndResendDiscardsLaterTurns();
   void chatSettingsReachTheRequest();
   void sendWithoutModelExplains();
+  void promptPastTheContextExplains();
   void markdownCodeBlocks();
   void perfPanelShowsStats();
   void staysResponsiveAt20kTokensPerSecond();
@@ -235,6 +236,37 @@ void TestChatTabs::sendWithoutModelExplains() {
   QCOMPARE(app.prompts.errors.size(), 1);
   QVERIFY(app.prompts.errors[0].contains("No model"));
   QVERIFY(w.currentTab()->conversation().messages.isEmpty());
+}
+
+void TestChatTabs::promptPastTheContextExplains() {
+  AppFixture app({.step_interval_us = 200});
+  app.settings.setValue("engine/context_tokens", 256);
+  MainWindow& w = app.makeWindow();
+  QVERIFY(app.loadModel());
+  QCOMPARE(app.engine.last_load_options().context_tokens, 256);
+  ChatTab* t = w.currentTab();
+  QStringList words;
+  for (int i = 0; i < 300; ++i) words << QString("word%1").arg(i);
+  const QString long_text = words.join(' ');
+  QVERIFY(t->send(long_text));
+  QVERIFY(app.waitIdle(t));
+  QCOMPARE(t->conversation().messages.size(), 2);
+  const Message& reply = t->conversation().messages[1];
+  QCOMPARE(reply.state, MessageState::Failed);
+  QVERIFY2(reply.note.contains("no longer fits the model's context"), qPrintable(reply.note));
+  QVERIFY2(reply.note.contains("Context size"), qPrintable(reply.note));
+  // Nothing is lost: the user's text is stored, and a short chat still answers.
+  const auto stored = app.store.loadOpenConversations();
+  QCOMPARE(stored[0].messages[0].content, long_text);
+  QCOMPARE(stored[0].messages[1].state, MessageState::Failed);
+  QTest::keyClick(&w, Qt::Key_T, Qt::ControlModifier);
+  ChatTab* fresh = w.currentTab();
+  QVERIFY(fresh != t);
+  QVERIFY(fresh->send("hi"));
+  QVERIFY(app.waitIdle(fresh));
+  QCOMPARE(fresh->conversation().messages[1].state, MessageState::Complete);
+  QVERIFY(!fresh->conversation().messages[1].content.isEmpty());
+  QVERIFY(!fresh->conversation().messages[1].note.contains("fits"));
 }
 
 void TestChatTabs::markdownCodeBlocks() {
