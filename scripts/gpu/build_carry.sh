@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.."
 PEER=${CHORUS_PEER_DIR:-$(cd .. && pwd)/shared/peer}
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHORUS_GUI=OFF -DCHORUS_CUDA=ON > /dev/null
 tests=$(ls tests/cuda/test_*.cpp | xargs -n1 basename | sed 's/\.cpp$//')
-bins="$tests chorus-cuda-bench chorus-cuda-synth chorus-cuda-icache-probe chorus-cuda-wgmma-probe chorus-bench"
+bins="$tests chorus-cuda-bench chorus-cuda-synth chorus-cuda-icache-probe chorus-cuda-wgmma-probe chorus-cuda-imma-probe chorus-bench"
 cmake --build build-gpu -j "${CHORUS_JOBS:-$(nproc)}" --target $bins chorus_cuda
 C=${CARRY_DIR:-.carry}
 rm -rf "$C" && mkdir -p "$C/bin" "$C/lib" "$C/peer/logits" "$C/models"

@@ -10,7 +10,7 @@
 # Stages (STAGES, comma separated): tests, bench, trace (chorus-cuda-bench-traced --trace: where
 # a graphed decode step's time goes, per launch kind; cuda/step_trace.h), profile, esynth (start
 # the Engine's synthetic 8B model in the background), assemble (a model carried in parts),
-# enginebench, probe (chorus-cuda-wgmma-probe: wgmma's bits and rate against mma.sync). TRACE_NS: the N list of stage trace (default "1 8 32"); TRACE_ARGS more of its
+# enginebench, probe (chorus-cuda-wgmma-probe: wgmma's bits and rate against mma.sync; chorus-cuda-imma-probe: the integer tile's). TRACE_NS: the N list of stage trace (default "1 8 32"); TRACE_ARGS more of its
 # options (e.g. --trace-tuning=gemv_splits=0.4.0.0: one more traced run under that setting).
 # TESTS (globs separated by spaces, default test_*) picks the test binaries; PROFILE_RUNS, DETAIL and SASS (below) pick launches;
 # BENCH_ARGS go to chorus-cuda-bench after its N list (e.g. --attn-cluster-max-rows=0,8), and
@@ -85,6 +85,11 @@ fi
 if has probe && [ -x "$BIN/chorus-cuda-wgmma-probe" ]; then
   section "chorus-cuda-wgmma-probe"
   timeout 120 "$BIN/chorus-cuda-wgmma-probe" 2>&1 | tee "$OUT/probe.txt" >> "$LOG"; R[chorus-cuda-wgmma-probe]=${PIPESTATUS[0]}
+fi
+# The integer Q4_K tile (tests/cuda/imma_probe.cu): its bits against the CPU, its rate against today's.
+if has probe && [ -x "$BIN/chorus-cuda-imma-probe" ]; then
+  section "chorus-cuda-imma-probe"
+  timeout 120 "$BIN/chorus-cuda-imma-probe" 2>&1 | tee -a "$OUT/probe.txt" >> "$LOG"; R[chorus-cuda-imma-probe]=${PIPESTATUS[0]}
 fi
 
 if has bench || has trace || has profile; then
