@@ -28,9 +28,12 @@
 #include "cuda/bulk_copy.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/device_memory.h"
+#include "probe_timing.cuh"
 #include "cuda/gemv_kernel.cuh"
 
 using chorus::cuda::DeviceBuffer;
+using chorus::cuda::probe::global_ns;
+using chorus::cuda::probe::RateOut;
 
 namespace {
 
@@ -138,17 +141,6 @@ constexpr int kXF16Bytes = kCols * chorus::cuda::kGemvXTileBytes;  // today's x 
 constexpr int kXI8Bytes = 32 * 64;                                  // int8 x in fragment order
 constexpr int kXsBytes = 4 * 64;                                    // per-32 scales, per t
 constexpr int kSmem = kXF16Bytes + kXI8Bytes + kXsBytes + 128 + kWarps * 2 * kWarpTile;
-
-struct RateOut {
-  unsigned long long ns;
-  float sink;
-};
-
-__device__ __forceinline__ uint64_t global_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
-}
 
 // kIntPow2: a scale per 32 restricted to the tile's scale times 2^-e (e in 0..5), so that the
 // sub-block products add up as integers (D << e) and the float work is once per tile.
@@ -313,17 +305,8 @@ int main(int argc, char** argv) {
     CHORUS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     int per_sm = 0;
     CHORUS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, kSmem));
-    double best = 1e30;
-    for (int rep = 0; rep < 5; ++rep) {
-      kernel<<<blocks, kWarps * 32, kSmem>>>(tiles, out.get());
-      CHORUS_CUDA_CHECK(cudaGetLastError());
-      CHORUS_CUDA_CHECK(cudaDeviceSynchronize());
-      std::vector<RateOut> h(static_cast<size_t>(blocks));
-      CHORUS_CUDA_CHECK(cudaMemcpy(h.data(), out.get(), h.size() * sizeof(RateOut), cudaMemcpyDeviceToHost));
-      unsigned long long worst = 0;
-      for (const auto& r : h) worst = std::max(worst, r.ns);
-      best = std::min(best, static_cast<double>(worst));
-    }
+    const double best = chorus::cuda::probe::slowest_block_ns(
+        [&] { kernel<<<blocks, kWarps * 32, kSmem>>>(tiles, out.get()); }, out, blocks);
     const double per = best / (static_cast<double>(kBlocksPerSm) * kWarps * tiles);
     std::printf("rate 8 rows: %-44s %7.1f ns per warp-tile a multiprocessor (%d blocks resident a multiprocessor, "
                 "%d tiles a warp, %.1f GB/s of Q4_K a multiprocessor)\n",

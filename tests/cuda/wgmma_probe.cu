@@ -29,11 +29,14 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/device_memory.h"
+#include "probe_timing.cuh"
 #include "cuda/mma.cuh"
 
 namespace {
 
 using chorus::cuda::DeviceBuffer;
+using chorus::cuda::probe::global_ns;
+using chorus::cuda::probe::RateOut;
 
 constexpr int kRowsWg = 64;    // a warpgroup's rows (4 warps x 16)
 constexpr int kCols = 32;      // activation rows (4 column groups of 8)
@@ -264,17 +267,6 @@ __global__ void __launch_bounds__(128) bits_gemv_order_kernel(const uint32_t* a_
 // made by lop3 + hfma2 per word half (as q4k_exact_chunk), 16 k-steps against the block's B.
 constexpr int kRateWarps = 8;
 constexpr int kWBytesWarp = 16 * 144;  // a warp's Q4_K stage
-
-struct RateOut {
-  unsigned long long ns;
-  float sink;
-};
-
-__device__ __forceinline__ uint64_t global_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
-}
 
 __device__ __forceinline__ uint32_t lop3_ea(uint32_t a, uint32_t b, uint32_t c) {
   uint32_t d;
@@ -549,17 +541,8 @@ int main(int argc, char** argv) {
   DeviceBuffer<RateOut> out(static_cast<size_t>(blocks));
   auto rate = [&](auto kernel, const char* name) {
     CHORUS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    double best = 1e30;
-    for (int rep = 0; rep < 5; ++rep) {
-      kernel<<<blocks, kRateWarps * 32, smem>>>(tiles, out.get());
-      CHORUS_CUDA_CHECK(cudaGetLastError());
-      CHORUS_CUDA_CHECK(cudaDeviceSynchronize());
-      std::vector<RateOut> h(static_cast<size_t>(blocks));
-      CHORUS_CUDA_CHECK(cudaMemcpy(h.data(), out.get(), h.size() * sizeof(RateOut), cudaMemcpyDeviceToHost));
-      unsigned long long worst = 0;
-      for (const auto& r : h) worst = std::max(worst, r.ns);
-      best = std::min(best, static_cast<double>(worst));
-    }
+    const double best = chorus::cuda::probe::slowest_block_ns(
+        [&] { kernel<<<blocks, kRateWarps * 32, smem>>>(tiles, out.get()); }, out, blocks);
     // Warp-tiles a multiprocessor: 2 blocks x 8 warps x tiles.
     const double per = best / (2.0 * kRateWarps * tiles);
     std::printf("rate %-34s %8.1f ns per warp-tile a multiprocessor (%d tiles a warp, slowest block %.1f us)\n", name,
