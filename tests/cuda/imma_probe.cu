@@ -1,17 +1,17 @@
 // chorus-cuda-imma-probe: measures the integer Q4_K tile that perf-notes ("Next lever at N <= 8")
 // estimates, before any of it is built into the GEMV.
 //
-// The route: activations rounded to int8 with an f32 scale per 32 (per sub-block) or per 256 (per
-// tile), the weights' nibbles as u8, and mma.sync m16n8k32 (u8 x s8 -> s32) with each k-step one
-// Q4_K sub-block of every row. Its int32 results are exact, so the sub-block scale d * sc_j can be
-// applied after the product. At one column group today's tile is 316 instructions a warp-tile
-// (lop3 + hfma2 for every two weights, 16 f16 mma whose k positions mix four sub-blocks); the
-// estimate for this one is ~170. This program answers two questions on the device:
-// 1. bits: one warp's 16 x 256 tile against 8 columns, both scale granularities, against a CPU
+// The route: activations rounded to int8 with an f32 scale per 32 (per sub-block), per 256 (per
+// tile) or per 32 in power-of-two steps below the tile's, the weights' nibbles as u8, and
+// mma.sync m16n8k32 (u8 x s8 -> s32) with each k-step one Q4_K sub-block of every row. Its int32
+// results are exact, so the sub-block scale d * sc_j can be applied after the product. At one
+// column group today's tile spends a lop3 + hfma2 on every two weights and 16 f16 mma whose k
+// positions mix four sub-blocks. This program answers two questions on the device:
+// 1. bits: one warp's 16 x 256 tile against 8 columns, at each scale granularity, against a CPU
 //    sum of the same rounded operands (the route's own error), and how far the int8 rounding
 //    moves the result from the unrounded activations (what the route would cost in accuracy);
 // 2. rate: warp-tiles a multiprocessor of today's tile (warp_tile_q4k_exact<1>, the GEMV's own
-//    code, records in shared memory) and of the two integer tiles, in the same launch shape as
+//    code, records in shared memory) and of the three integer tiles, in the same launch shape as
 //    the one-column-group GEMV (4 warps a block, 4 blocks a multiprocessor).
 // The min term (dmin m_j times the sub-block sums) is today's one m16n8k8 in every loop.
 #include <cuda_fp16.h>
@@ -148,8 +148,8 @@ enum Mode { kToday = 0, kInt32 = 1, kInt256 = 2, kIntPow2 = 3 };
 
 // The integer tile of one column group: lane (g, t)'s records are rows g and g + 8 (144 bytes:
 // the head of d, dmin and the 12 bytes of 6-bit scales and mins, then 128 bytes of nibbles in
-// the order the route would repack them to: word w of part t holds k-step w / 2's a0 / a2 bytes
-// in its low nibbles and k-step 4 + w / 2's in its high ones).
+// the order the route would repack them to: words 2i and 2i + 1 of part t hold k-step i's a0 and
+// a2 bytes in their low nibbles and k-step 4 + i's in their high ones).
 template <int kMode>
 __device__ __forceinline__ void int_tile(const uint8_t* wt, int lane, const uint32_t* xfrag, const float* xs_t,
                                          uint4 x_exp, uint32_t b_min, float (&acc)[4]) {
