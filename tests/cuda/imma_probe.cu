@@ -166,16 +166,12 @@ __device__ __forceinline__ void int_tile(const uint8_t* wt, int lane, const uint
   uint32_t sa_lo, sa_hi, sb_lo, sb_hi;
   scales(ha, sa_lo, sa_hi);
   scales(hb, sb_lo, sb_hi);
-  const float da = h_bits_to_f32(static_cast<uint16_t>(ha.x & 0xffff)), db = h_bits_to_f32(static_cast<uint16_t>(hb.x & 0xffff));
-  // The min term as today (m16n8k8, A = -32 dmin m of the lane's sub-blocks 2t, 2t + 1).
+  // The nibbles, d and the min term's A (-32 dmin m of the lane's sub-blocks 2t, 2t + 1, one
+  // m16n8k8 as today) as today's tile loads them.
   const Q4KExactRow ma = q4k_exact_load(ra, t), mb = q4k_exact_load(rb, t);
-  uint32_t qa[8], qb[8];
-  {
-    const uint4 a0 = ld16(ra + 16 + 32 * t), a1 = ld16(ra + 32 + 32 * t);
-    const uint4 b0 = ld16(rb + 16 + 32 * t), b1 = ld16(rb + 32 + 32 * t);
-    qa[0] = a0.x; qa[1] = a0.y; qa[2] = a0.z; qa[3] = a0.w; qa[4] = a1.x; qa[5] = a1.y; qa[6] = a1.z; qa[7] = a1.w;
-    qb[0] = b0.x; qb[1] = b0.y; qb[2] = b0.z; qb[3] = b0.w; qb[4] = b1.x; qb[5] = b1.y; qb[6] = b1.z; qb[7] = b1.w;
-  }
+  const uint32_t(&qa)[8] = ma.q;
+  const uint32_t(&qb)[8] = mb.q;
+  const float da = ma.d, db = mb.d;
   int isum[4] = {0, 0, 0, 0};
 #pragma unroll
   for (int j = 0; j < kSub; ++j) {

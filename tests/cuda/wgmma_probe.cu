@@ -29,8 +29,8 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/device_memory.h"
-#include "probe_timing.cuh"
 #include "cuda/mma.cuh"
+#include "probe_timing.cuh"
 
 namespace {
 
