@@ -46,9 +46,10 @@ void slice_bounds(const Value& start, const Value& stop, int64_t step, int64_t s
 }
 
 Result<Value> repeat(const Value& seq, int64_t count, size_t max_size) {
-  if (count <= 0) return seq.is_string() ? Value::string("") : (seq.is_tuple() ? Value::tuple({}) : Value::list({}));
   const size_t unit = seq.is_string() ? seq.as_string().size() : seq.items().size();
-  if (unit != 0 && static_cast<uint64_t>(count) > max_size / unit) return make_error("result of '*' is too large");
+  // An empty unit repeats to empty at any count; looping `count` times would let '' * 10**12 hang.
+  if (count <= 0 || unit == 0) return seq.is_string() ? Value::string("") : (seq.is_tuple() ? Value::tuple({}) : Value::list({}));
+  if (static_cast<uint64_t>(count) > max_size / unit) return make_error("result of '*' is too large");
   if (seq.is_string()) {
     std::string out;
     out.reserve(unit * static_cast<size_t>(count));

@@ -215,6 +215,8 @@ TEST(ChatTemplate, LimitsStopRunawayTemplates) {
   };
   EXPECT_TRUE(fails_within_limits("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"));
   EXPECT_TRUE(fails_within_limits("{{ 'x' * 100000000 }}"));
+  // Empty units repeat to empty at once, however large the count (a fuzzer-found hang).
+  EXPECT_EQ(render("{{ 444944444944 * '' }}|{{ ([] * 444944444944) | length }}|{{ (() * 444944444944) | length }}"), "|0|0");
   EXPECT_TRUE(fails_within_limits("{% set ns = namespace(s='xxxxxxxxxxxxxxxx') %}{% for i in range(30) %}{% set ns.s = ns.s ~ ns.s %}{{ ns.s }}{% endfor %}"));
   EXPECT_TRUE(fails_within_limits("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"));
   EXPECT_TRUE(fails_within_limits("{{" + std::string(5000, '(') + "1" + std::string(5000, ')') + "}}"));
