@@ -14,6 +14,11 @@
 //    code, records in shared memory) and of the three integer tiles, in the same launch shape as
 //    the one-column-group GEMV (4 warps a block, 4 blocks a multiprocessor).
 // The min term (dmin m_j times the sub-block sums) is today's one m16n8k8 in every loop.
+// 3. past 8 rows: the route is worth building only if every N can take it (one route for all
+//    batch sizes keeps the results batch-invariant), so the rates of today's tile and of the
+//    2^-e tile at 2 and 4 column groups (16 and 32 rows, the GEMV's 8-warp launch shape), where
+//    the integer epilogue (a shift and an IMAD a value and k-step) grows with the columns while
+//    the weights' unpacking is shared.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -213,6 +218,114 @@ __device__ __forceinline__ void int_tile(const uint8_t* wt, int lane, const uint
   mma_1688(acc, ma.neg_min, mb.neg_min, b_min);
 }
 
+// The 2^-e tile at kNT column groups: the nibbles unpacked once a k-step for every group; each
+// group's int8 x fragments come from shared memory in the loop ([group][k-step pair][lane],
+// 16 bytes each: conflict-free), its columns' shifts (a nibble a k-step) and tile scales from
+// meta[group][t] = {shifts of column 2t, of 2t + 1, scale of 2t, of 2t + 1}, its min term's B
+// fragment from bmin[group][lane].
+template <int kNT>
+__device__ __forceinline__ void int_tile_pow2(const uint8_t* wt, int lane, uint32_t xi8_lane, const uint32_t* meta,
+                                              const uint32_t* bmin, float (&acc)[kNT][4]) {
+  using namespace chorus::cuda;
+  const int g = lane >> 2, t = lane & 3;
+  const uint8_t* ra = wt + g * kRec;
+  const uint8_t* rb = wt + (g + 8) * kRec;
+  const uint4 ha = ld16(ra), hb = ld16(rb);
+  const uint32_t sa_lo = ha.y & 0x3F3F3F3Fu, sa_hi = (ha.w & 0x0F0F0F0Fu) | ((ha.y >> 2) & 0x30303030u);
+  const uint32_t sb_lo = hb.y & 0x3F3F3F3Fu, sb_hi = (hb.w & 0x0F0F0F0Fu) | ((hb.y >> 2) & 0x30303030u);
+  const Q4KExactRow ma = q4k_exact_load(ra, t), mb = q4k_exact_load(rb, t);
+  uint4 m[kNT];
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) m[nt] = ld_shared_v4(smem_u32(meta + (nt * 4 + t) * 4));
+  int isum[kNT][4];
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) isum[nt][0] = isum[nt][1] = isum[nt][2] = isum[nt][3] = 0;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    uint4 xb[kNT];
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) xb[nt] = ld_shared_v4(xi8_lane + ((nt * 4 + i) * 32) * 16);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {  // k-step j = 2i + h: sub-block j, the low (h 0) or high nibbles
+      const int j = 2 * i + h, sh = 4 * h;
+      const uint32_t a[4] = {(ma.q[2 * i] >> sh) & 0x0F0F0F0Fu, (mb.q[2 * i] >> sh) & 0x0F0F0F0Fu,
+                             (ma.q[2 * i + 1] >> sh) & 0x0F0F0F0Fu, (mb.q[2 * i + 1] >> sh) & 0x0F0F0F0Fu};
+      const int sca = ((j < 4 ? sa_lo : sa_hi) >> (8 * (j & 3))) & 0xff;
+      const int scb = ((j < 4 ? sb_lo : sb_hi) >> (8 * (j & 3))) & 0xff;
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        int d[4];
+        imma_16832(d, a, h == 0 ? xb[nt].x : xb[nt].z, h == 0 ? xb[nt].y : xb[nt].w);
+        const uint32_t e_lo = (m[nt].x >> (4 * j)) & 7u, e_hi = (m[nt].y >> (4 * j)) & 7u;
+        isum[nt][0] += sca * (d[0] << e_lo);
+        isum[nt][1] += sca * (d[1] << e_hi);
+        isum[nt][2] += scb * (d[2] << e_lo);
+        isum[nt][3] += scb * (d[3] << e_hi);
+      }
+    }
+  }
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) {
+    const float xs_lo = __uint_as_float(m[nt].z), xs_hi = __uint_as_float(m[nt].w);
+    acc[nt][0] = fmaf(ma.d * xs_lo, static_cast<float>(isum[nt][0]), acc[nt][0]);
+    acc[nt][1] = fmaf(ma.d * xs_hi, static_cast<float>(isum[nt][1]), acc[nt][1]);
+    acc[nt][2] = fmaf(mb.d * xs_lo, static_cast<float>(isum[nt][2]), acc[nt][2]);
+    acc[nt][3] = fmaf(mb.d * xs_hi, static_cast<float>(isum[nt][3]), acc[nt][3]);
+    mma_1688(acc[nt], ma.neg_min, mb.neg_min, bmin[nt * 32 + lane]);
+  }
+}
+
+// Rates at kNT column groups, in the GEMV's launch shape for them (gemv_kernel.cuh GemvShape:
+// 8 warps a block and 2 blocks a multiprocessor past 8 rows): today's tile or the 2^-e tile.
+template <int kNT>
+struct GroupShape {
+  static constexpr int kWarpsG = kNT == 1 ? 4 : 8, kBlocks = kNT == 1 ? 4 : 2;
+  static constexpr int kXF16 = 8 * kNT * chorus::cuda::kGemvXTileBytes, kXI8 = kNT * 2048, kMeta = kNT * 64,
+                       kBmin = kNT * 128;
+  static constexpr int kSmemG = kXF16 + kXI8 + kMeta + kBmin + kWarpsG * 2 * kWarpTile;
+};
+
+template <bool kInt, int kNT>
+__global__ void __launch_bounds__(GroupShape<kNT>::kWarpsG * 32, GroupShape<kNT>::kBlocks)
+    group_rate_kernel(int tiles, RateOut* out) {
+  using namespace chorus::cuda;
+  using G = GroupShape<kNT>;
+  extern __shared__ __align__(1024) uint8_t smem[];
+  uint8_t* xf16 = smem;
+  uint8_t* xi8 = smem + G::kXF16;
+  uint32_t* meta = reinterpret_cast<uint32_t*>(xi8 + G::kXI8);
+  uint32_t* bmin = meta + G::kMeta / 4;
+  uint8_t* ws = reinterpret_cast<uint8_t*>(bmin + G::kBmin / 4);
+  for (int i = threadIdx.x; i < G::kSmemG / 4; i += blockDim.x)
+    reinterpret_cast<uint32_t*>(smem)[i] = 0x3C003C00u ^ (i * 2654435761u & 0x03FF03FFu);
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const uint32_t x_lane = smem_u32(xf16) + x_lane_offset<kNT>(8 * kNT, lane);
+  const uint32_t xi8_lane = smem_u32(xi8) + lane * 16;
+  float acc[kNT][4];
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+  const uint64_t t0 = global_ns();
+#pragma unroll 1
+  for (int tile = 0; tile < tiles; ++tile) {
+    const uint8_t* wt = ws + (warp * 2 + (tile & 1)) * kWarpTile;
+    if constexpr (kInt) {
+      int_tile_pow2<kNT>(wt, lane, xi8_lane, meta, bmin, acc);
+    } else {
+      warp_tile_q4k_exact<kNT>(wt, x_lane, lane, acc, bmin, nullptr, 0);
+    }
+  }
+  __syncthreads();
+  const uint64_t t1 = global_ns();
+  float s = 0.0f;
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) s += acc[nt][0] + acc[nt][1] + acc[nt][2] + acc[nt][3];
+  if (threadIdx.x == 0) {
+    out[blockIdx.x].ns = t1 - t0;
+    out[blockIdx.x].sink = s;
+  }
+}
+
 template <int kMode>
 __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) rate_kernel(int tiles, RateOut* out) {
   using namespace chorus::cuda;
@@ -312,5 +425,31 @@ int main(int argc, char** argv) {
   rate(rate_kernel<kInt32>, "int8 x, a scale per 32 (m16n8k32)");
   rate(rate_kernel<kInt256>, "int8 x, a scale per 256 (m16n8k32, IMAD)");
   rate(rate_kernel<kIntPow2>, "int8 x, a 2^-e scale per 32 (m16n8k32, SHF+IMAD)");
+  // Both routes at 1, 2 and 4 column groups in the GEMV's shape for each.
+  auto group_rate = [&](auto kernel, int n_warps, int per_sm_want, int smem, int rows, const char* name) {
+    CHORUS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    int per_sm = 0;
+    CHORUS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, n_warps * 32, smem));
+    const int n_blocks = per_sm_want * n_sms;
+    const double best = chorus::cuda::probe::slowest_block_ns(
+        [&] { kernel<<<n_blocks, n_warps * 32, smem>>>(tiles, out.get()); }, out, n_blocks);
+    const double per = best / (static_cast<double>(per_sm_want) * n_warps * tiles);
+    std::printf("rate %2d rows: %-42s %7.1f ns per warp-tile a multiprocessor (%d blocks of %d warps resident a "
+                "multiprocessor, %.1f GB/s of Q4_K a multiprocessor)\n",
+                rows, name, per, per_sm, n_warps, kWarpTile / per);
+  };
+  // (out holds kBlocksPerSm = 4 blocks a multiprocessor, the most any of these launches.)
+  group_rate(group_rate_kernel<false, 1>, GroupShape<1>::kWarpsG, GroupShape<1>::kBlocks, GroupShape<1>::kSmemG, 8,
+             "today's tile");
+  group_rate(group_rate_kernel<true, 1>, GroupShape<1>::kWarpsG, GroupShape<1>::kBlocks, GroupShape<1>::kSmemG, 8,
+             "int8 x, 2^-e per 32, x loaded in the loop");
+  group_rate(group_rate_kernel<false, 2>, GroupShape<2>::kWarpsG, GroupShape<2>::kBlocks, GroupShape<2>::kSmemG, 16,
+             "today's tile");
+  group_rate(group_rate_kernel<true, 2>, GroupShape<2>::kWarpsG, GroupShape<2>::kBlocks, GroupShape<2>::kSmemG, 16,
+             "int8 x, 2^-e per 32");
+  group_rate(group_rate_kernel<false, 4>, GroupShape<4>::kWarpsG, GroupShape<4>::kBlocks, GroupShape<4>::kSmemG, 32,
+             "today's tile");
+  group_rate(group_rate_kernel<true, 4>, GroupShape<4>::kWarpsG, GroupShape<4>::kBlocks, GroupShape<4>::kSmemG, 32,
+             "int8 x, 2^-e per 32");
   return 0;
 }
