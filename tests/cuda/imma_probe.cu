@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "cuda/bulk_copy.cuh"
@@ -439,17 +440,15 @@ int main(int argc, char** argv) {
                 rows, name, per, per_sm, n_warps, kWarpTile / per);
   };
   // (out holds kBlocksPerSm = 4 blocks a multiprocessor, the most any of these launches.)
-  group_rate(group_rate_kernel<false, 1>, GroupShape<1>::kWarpsG, GroupShape<1>::kBlocks, GroupShape<1>::kSmemG, 8,
-             "today's tile");
-  group_rate(group_rate_kernel<true, 1>, GroupShape<1>::kWarpsG, GroupShape<1>::kBlocks, GroupShape<1>::kSmemG, 8,
-             "int8 x, 2^-e per 32, x loaded in the loop");
-  group_rate(group_rate_kernel<false, 2>, GroupShape<2>::kWarpsG, GroupShape<2>::kBlocks, GroupShape<2>::kSmemG, 16,
-             "today's tile");
-  group_rate(group_rate_kernel<true, 2>, GroupShape<2>::kWarpsG, GroupShape<2>::kBlocks, GroupShape<2>::kSmemG, 16,
-             "int8 x, 2^-e per 32");
-  group_rate(group_rate_kernel<false, 4>, GroupShape<4>::kWarpsG, GroupShape<4>::kBlocks, GroupShape<4>::kSmemG, 32,
-             "today's tile");
-  group_rate(group_rate_kernel<true, 4>, GroupShape<4>::kWarpsG, GroupShape<4>::kBlocks, GroupShape<4>::kSmemG, 32,
-             "int8 x, 2^-e per 32");
+  auto both = [&](auto column_groups) {
+    constexpr int kNT = decltype(column_groups)::value;
+    using G = GroupShape<kNT>;
+    group_rate(group_rate_kernel<false, kNT>, G::kWarpsG, G::kBlocks, G::kSmemG, 8 * kNT, "today's tile");
+    group_rate(group_rate_kernel<true, kNT>, G::kWarpsG, G::kBlocks, G::kSmemG, 8 * kNT,
+               "int8 x, 2^-e per 32, x loaded in the loop");
+  };
+  both(std::integral_constant<int, 1>{});
+  both(std::integral_constant<int, 2>{});
+  both(std::integral_constant<int, 4>{});
   return 0;
 }
