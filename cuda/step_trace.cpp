@@ -43,10 +43,19 @@ std::vector<TraceRecord> StepTrace::read(cudaStream_t s) const {
     r.last_release_ns = ~sp.release_last_inv_ns;
     r.first_exit_ns = sp.exit_first_ns;
     r.exit_ns = ~sp.exit_last_inv_ns;
-    for (const unsigned int less1 : sp.sm_blocks_less1) {
-      const int32_t blocks = static_cast<int32_t>(less1 + 1u);  // ~0u armed: untouched reads 0
-      r.sms_used += blocks > 0 ? 1 : 0;
+    for (int sm = 0; sm < kTraceMaxSms; ++sm) {
+      const int32_t blocks = static_cast<int32_t>(sp.sm_blocks_less1[sm] + 1u);  // ~0u armed: untouched reads 0
+      if (blocks == 0) continue;
+      r.sms_used += 1;
       r.max_blocks_per_sm = std::max(r.max_blocks_per_sm, blocks);
+      TraceRecord::SmClass& c = r.sm_classes[std::min(blocks, kTraceSmClasses) - 1];
+      c.sms += 1;
+      const uint64_t done = ~sp.sm_phase2_last_inv_ns[sm];  // ~0 armed: unstamped reads 0
+      if (done == 0) continue;
+      c.phase2_first_ns = c.sms_stamped == 0 ? done : std::min(c.phase2_first_ns, done);
+      c.phase2_last_ns = std::max(c.phase2_last_ns, done);
+      c.phase2_mean_ns += (static_cast<double>(done) - c.phase2_mean_ns) / (c.sms_stamped + 1);
+      c.sms_stamped += 1;
     }
     for (int k = 0; k < kTracePhases; ++k) {
       if (sp.phase_first_ns[k] == kUnset) continue;
@@ -65,6 +74,8 @@ TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps) {
     double last_entry_ns = 0, last_release_ns = 0, first_exit_ns = 0;  // from the first release
     double sms_used = 0, max_blocks_per_sm = 0;
     double phase_n[kTracePhases] = {}, phase_first_ns[kTracePhases] = {}, phase_last_ns[kTracePhases] = {};
+    double class_sms[kTraceSmClasses] = {}, class_n[kTraceSmClasses] = {};
+    double class_first_ns[kTraceSmClasses] = {}, class_mean_ns[kTraceSmClasses] = {}, class_last_ns[kTraceSmClasses] = {};
   };
   std::vector<Acc> acc;  // per label, in order of first appearance (a handful: a linear search)
   double step_ns = 0, n_stamps = 0, n_whole_us = 0;
@@ -98,6 +109,16 @@ TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps) {
         a.phase_first_ns[k] += static_cast<double>(r.phase_first_ns[k]) - static_cast<double>(r.release_ns);
         a.phase_last_ns[k] += static_cast<double>(r.phase_last_ns[k]) - static_cast<double>(r.release_ns);
       }
+      const double rel = static_cast<double>(r.release_ns);
+      for (int c = 0; c < kTraceSmClasses; ++c) {
+        const TraceRecord::SmClass& k = r.sm_classes[c];
+        a.class_sms[c] += k.sms;
+        if (k.sms_stamped == 0) continue;
+        a.class_n[c] += 1;
+        a.class_first_ns[c] += static_cast<double>(k.phase2_first_ns) - rel;
+        a.class_mean_ns[c] += k.phase2_mean_ns - rel;
+        a.class_last_ns[c] += static_cast<double>(k.phase2_last_ns) - rel;
+      }
       for (uint64_t t : {r.entry_ns, r.last_entry_ns, r.release_ns, r.last_release_ns, r.first_exit_ns, r.exit_ns}) {
         n_stamps += 1;
         n_whole_us += t % 1000 == 0 ? 1 : 0;
@@ -122,6 +143,15 @@ TraceSummary summarize_trace(std::span<const std::vector<TraceRecord>> steps) {
     r.first_exit_us = a.first_exit_ns / a.launches / 1e3;
     r.sms_used = a.sms_used / a.launches;
     r.max_blocks_per_sm = a.max_blocks_per_sm / a.launches;
+    for (int c = 0; c < kTraceSmClasses; ++c) {
+      TraceRow::SmClassRow& k = r.sm_classes[c];
+      k.sms = a.class_sms[c] / a.launches;
+      if (a.class_n[c] == 0) continue;
+      k.stamped_launches = a.class_n[c] / n;
+      k.phase2_first_us = a.class_first_ns[c] / a.class_n[c] / 1e3;
+      k.phase2_mean_us = a.class_mean_ns[c] / a.class_n[c] / 1e3;
+      k.phase2_last_us = a.class_last_ns[c] / a.class_n[c] / 1e3;
+    }
     for (int k = 0; k < kTracePhases; ++k) {
       if (a.phase_n[k] == 0) continue;
       r.phase_launches[k] = a.phase_n[k] / n;
@@ -143,7 +173,8 @@ std::string format_trace(const TraceSummary& s) {
   out += "  (per launch, us: gap, body, lead as in cuda/step_trace.h; last in, last rl, 1st out: the last block's\n"
          "   entry, the last block's release and the first block's exit, from the launch's first release;\n"
          "   phases pK: where the first and the last block reached phase K, step_trace.cuh; SMs: multiprocessors\n"
-         "   that ran a block of it, max/SM: the most blocks one of them ran)\n";
+         "   that ran a block of it, max/SM: the most blocks one of them ran; p2 per SM: when each multiprocessor's\n"
+         "   last block reached phase 2, grouped by how many blocks it ran)\n";
   std::snprintf(line, sizeof line, "  %-14s %6s %8s %8s %6s %6s %7s %6s %7s %7s %7s %6s %6s %6s\n", "launch", "n/step",
                 "MB/step", "crit us", "crit%", "gap", "body", "lead", "last in", "last rl", "1st out", "GB/s", "SMs",
                 "max/SM");
@@ -163,6 +194,15 @@ std::string format_trace(const TraceSummary& s) {
       phases += line;
     }
     if (!phases.empty()) out += "                 phases, first/last block:" + phases + "\n";
+    std::string classes;
+    for (int c = 0; c < kTraceSmClasses; ++c) {
+      const TraceRow::SmClassRow& k = r.sm_classes[c];
+      if (k.stamped_launches == 0) continue;
+      std::snprintf(line, sizeof line, "  %d%s: %.1f SMs %.2f/%.2f/%.2f", c + 1, c + 1 == kTraceSmClasses ? "+" : "",
+                    k.sms, k.phase2_first_us, k.phase2_mean_us, k.phase2_last_us);
+      classes += line;
+    }
+    if (!classes.empty()) out += "                 p2 per SM by its blocks (first/mean/last):" + classes + "\n";
   }
   return out;
 }

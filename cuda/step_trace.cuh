@@ -8,19 +8,24 @@
 namespace chorus::cuda {
 
 #if CHORUS_STEP_TRACE
-__device__ __forceinline__ void trace_stamp(unsigned long long* first, unsigned long long* last_inv) {
-  if (threadIdx.x != 0) return;
+__device__ __forceinline__ unsigned long long trace_stamp(unsigned long long* first, unsigned long long* last_inv) {
+  if (threadIdx.x != 0) return 0;
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   atomicMin(first, t);
   atomicMin(last_inv, ~t);
+  return t;
+}
+__device__ __forceinline__ unsigned int trace_smid() {
+  unsigned int sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  return sm;
 }
 __device__ __forceinline__ void trace_entry(TraceSpan* s) {
   if (s == nullptr) return;
   trace_stamp(&s->entry_first_ns, &s->entry_last_inv_ns);
   if (threadIdx.x != 0) return;
-  unsigned int sm;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  const unsigned int sm = trace_smid();
   if (sm < kTraceMaxSms) atomicAdd(&s->sm_blocks_less1[sm], 1u);
 }
 __device__ __forceinline__ void trace_release(TraceSpan* s) {
@@ -38,8 +43,13 @@ __device__ __forceinline__ void trace_exit(TraceSpan* s) {
 // block that goes on to the output). Decode attention: 0 the new token's q, k, v are loaded,
 // 1 the first chunk's K/V rows are staged, 2 the last chunk is attended, 3 the merge's first
 // cluster barrier is passed (cluster route).
+// Phase 2 is also kept per multiprocessor (TraceSpan::sm_phase2_last_inv_ns).
 __device__ __forceinline__ void trace_phase(TraceSpan* s, int k) {
-  if (s != nullptr) trace_stamp(&s->phase_first_ns[k], &s->phase_last_inv_ns[k]);
+  if (s == nullptr) return;
+  const unsigned long long t = trace_stamp(&s->phase_first_ns[k], &s->phase_last_inv_ns[k]);
+  if (k != 2 || threadIdx.x != 0) return;
+  const unsigned int sm = trace_smid();
+  if (sm < kTraceMaxSms) atomicMin(&s->sm_phase2_last_inv_ns[sm], ~t);
 }
 #else
 __device__ __forceinline__ void trace_phase(TraceSpan*, int) {}

@@ -32,6 +32,15 @@ struct TraceRecord {
   uint64_t phase_first_ns[kTracePhases] = {}, phase_last_ns[kTracePhases] = {};
   // Where its blocks ran: multiprocessors that got at least one, and the most one got.
   int32_t sms_used = 0, max_blocks_per_sm = 0;
+  // Multiprocessors by the blocks they ran (class c: c + 1 blocks, the last class that many or
+  // more): how many, and when their last block reached phase 2: the earliest of them, the
+  // mean and the latest (0 where the class is empty or phase 2 is not stamped).
+  struct SmClass {
+    int32_t sms = 0, sms_stamped = 0;
+    uint64_t phase2_first_ns = 0, phase2_last_ns = 0;
+    double phase2_mean_ns = 0;
+  };
+  SmClass sm_classes[kTraceSmClasses];
 };
 
 // Per label and weight types over a run of steps (a q4_k_m model's Q4_K and Q6_K ffn_down
@@ -46,6 +55,14 @@ struct TraceRow {
   // block passed pdl_wait, and when the first block was done.
   double gap_us = 0, body_us = 0, lead_us = 0, last_entry_us = 0, last_release_us = 0, first_exit_us = 0;
   double sms_used = 0, max_blocks_per_sm = 0;  // means per launch (TraceRecord)
+  // Per class of multiprocessor (TraceRecord::SmClass): the mean count per launch, and when
+  // their last blocks reached phase 2, us from the first release: the earliest, the mean and
+  // the latest of the class, each a mean over the launches where the class had stamps.
+  struct SmClassRow {
+    double sms = 0, stamped_launches = 0;  // stamped_launches: per step, those with phase 2 stamps
+    double phase2_first_us = 0, phase2_mean_us = 0, phase2_last_us = 0;
+  };
+  SmClassRow sm_classes[kTraceSmClasses];
   // Phase k reached by the first and by the last block, us from the first release (means over
   // the launches that stamped it; phase_launches[k] of them per step).
   double phase_first_us[kTracePhases] = {}, phase_last_us[kTracePhases] = {};

@@ -13,6 +13,8 @@ namespace chorus::cuda {
 inline constexpr bool kStepTraceBuilt = CHORUS_STEP_TRACE != 0;
 inline constexpr int kTracePhases = 4;
 inline constexpr int kTraceMaxSms = 192;  // multiprocessors whose blocks a span counts (H100/H200: 132)
+// Multiprocessors are grouped by how many blocks of a launch they ran: 1, 2, 3, 4 or more.
+inline constexpr int kTraceSmClasses = 4;
 
 // Written by the blocks of one launch (step_trace.cuh). Every field is a minimum, so that one
 // memset of 0xff arms a span; the latest times are stored inverted (the minimum of ~t is ~max t).
@@ -26,6 +28,10 @@ struct TraceSpan {
   // a count wraps to blocks - 1 (where the block scheduler put the launch: a cluster of blocks
   // must share one GPC, and blocks that become resident early take what the last launch freed).
   unsigned int sm_blocks_less1[kTraceMaxSms];
+  // When the last block on each multiprocessor reached phase 2 (the tiles done, for a GEMV), so
+  // that a launch's spread can be told apart by placement: multiprocessors that ran two blocks
+  // against one, or the same count but later (perf-notes, gate|up at N = 32).
+  unsigned long long sm_phase2_last_inv_ns[kTraceMaxSms];
 };
 
 }  // namespace chorus::cuda

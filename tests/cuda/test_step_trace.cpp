@@ -84,6 +84,42 @@ TEST(StepTraceSummary, SharesAddUpToTheStepPerLabel) {
   EXPECT_NE(format_trace(s).find("whole us"), std::string::npos);
 }
 
+TEST(StepTraceSummary, TilesDonePerMultiprocessorClass) {
+  // Two steps of one GEMV launch: multiprocessors that ran one block finish their tiles early,
+  // those that ran two late; the second step has no three-block class stamped.
+  std::vector<std::vector<TraceRecord>> steps = {{rec("ffn_up", 1000, 0, 1000, 41000)},
+                                                 {rec("ffn_up", 1000, 100000, 101000, 141000)}};
+  auto set = [](TraceRecord& r, int c, int sms, uint64_t first, double mean, uint64_t last) {
+    TraceRecord::SmClass& k = r.sm_classes[c];
+    k.sms = k.sms_stamped = sms;
+    k.phase2_first_ns = r.release_ns + first;
+    k.phase2_mean_ns = static_cast<double>(r.release_ns) + mean;
+    k.phase2_last_ns = r.release_ns + last;
+  };
+  set(steps[0][0], 0, 16, 10000, 12000, 14000);
+  set(steps[0][0], 1, 116, 24000, 30000, 37000);
+  set(steps[1][0], 0, 14, 12000, 13000, 16000);
+  set(steps[1][0], 1, 118, 26000, 31000, 39000);
+  steps[0][0].sm_classes[2].sms = 2;  // counted, never stamped: no times, but the count
+  const TraceSummary s = summarize_trace(steps);
+  ASSERT_EQ(s.rows.size(), 1u);
+  const TraceRow& r = s.rows[0];
+  EXPECT_DOUBLE_EQ(r.sm_classes[0].sms, 15.0);
+  EXPECT_DOUBLE_EQ(r.sm_classes[0].phase2_first_us, 11.0);
+  EXPECT_DOUBLE_EQ(r.sm_classes[0].phase2_mean_us, 12.5);
+  EXPECT_DOUBLE_EQ(r.sm_classes[0].phase2_last_us, 15.0);
+  EXPECT_DOUBLE_EQ(r.sm_classes[1].sms, 117.0);
+  EXPECT_DOUBLE_EQ(r.sm_classes[1].phase2_first_us, 25.0);
+  EXPECT_DOUBLE_EQ(r.sm_classes[1].phase2_last_us, 38.0);
+  EXPECT_DOUBLE_EQ(r.sm_classes[2].sms, 1.0);
+  EXPECT_DOUBLE_EQ(r.sm_classes[2].stamped_launches, 0.0);
+  EXPECT_DOUBLE_EQ(r.sm_classes[3].sms, 0.0);
+  const std::string text = format_trace(s);
+  EXPECT_NE(text.find("1: 15.0 SMs 11.00/12.50/15.00  2: 117.0 SMs 25.00/30.50/38.00\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("3: "), std::string::npos) << text;  // no stamps, no times
+}
+
 TEST(StepTraceSummary, SeparatesTheWeightTypesOfOneLabel) {
   // A q4_k_m layer's ffn_down is Q6_K in some layers, Q4_K in the others: one row per type.
   std::vector<TraceRecord> step = {rec("down", 1000, 0, 1000, 5000), rec("down", 2000, 5000, 6000, 14000),
@@ -221,7 +257,19 @@ TEST(StepTraceGpu, StampsEveryLaunchInChainOrderAndChangesNoBits) {
               EXPECT_LE(t[i].phase_last_ns[k], t[i].exit_ns) << i << " p" << k;
             }
           }
-          // Every block counted on the multiprocessor it ran on.
+          // Every block counted on the multiprocessor it ran on; each multiprocessor in one
+          // class, and its last phase 2 inside the launch.
+          int32_t class_sms = 0;
+          for (const TraceRecord::SmClass& c : t[i].sm_classes) {
+            class_sms += c.sms;
+            EXPECT_LE(c.sms_stamped, c.sms) << i;
+            if (c.sms_stamped == 0) continue;
+            EXPECT_GE(c.phase2_first_ns, t[i].phase_first_ns[2]) << i;
+            EXPECT_LE(c.phase2_last_ns, t[i].phase_last_ns[2]) << i;
+            EXPECT_LE(static_cast<double>(c.phase2_first_ns), c.phase2_mean_ns) << i;
+            EXPECT_LE(c.phase2_mean_ns, static_cast<double>(c.phase2_last_ns)) << i;
+          }
+          EXPECT_EQ(class_sms, t[i].sms_used) << i;
           EXPECT_GE(t[i].sms_used, 1) << i;
           EXPECT_LE(t[i].sms_used, kTraceMaxSms) << i;
           EXPECT_GE(t[i].max_blocks_per_sm, 1) << i;
