@@ -40,7 +40,7 @@ struct TraceRecord {
     uint64_t phase2_first_ns = 0, phase2_last_ns = 0;
     double phase2_mean_ns = 0;
   };
-  SmClass sm_classes[kTraceSmClasses];
+  SmClass sm_classes[kTraceSmClasses] = {};
 };
 
 // Per label and weight types over a run of steps (a q4_k_m model's Q4_K and Q6_K ffn_down
