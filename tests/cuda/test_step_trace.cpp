@@ -104,16 +104,13 @@ TEST(StepTraceSummary, TilesDonePerMultiprocessorClass) {
   const TraceSummary s = summarize_trace(steps);
   ASSERT_EQ(s.rows.size(), 1u);
   const TraceRow& r = s.rows[0];
-  EXPECT_DOUBLE_EQ(r.sm_classes[0].sms, 15.0);
-  EXPECT_DOUBLE_EQ(r.sm_classes[0].phase2_first_us, 11.0);
-  EXPECT_DOUBLE_EQ(r.sm_classes[0].phase2_mean_us, 12.5);
-  EXPECT_DOUBLE_EQ(r.sm_classes[0].phase2_last_us, 15.0);
-  EXPECT_DOUBLE_EQ(r.sm_classes[1].sms, 117.0);
-  EXPECT_DOUBLE_EQ(r.sm_classes[1].phase2_first_us, 25.0);
-  EXPECT_DOUBLE_EQ(r.sm_classes[1].phase2_last_us, 38.0);
-  EXPECT_DOUBLE_EQ(r.sm_classes[2].sms, 1.0);
-  EXPECT_DOUBLE_EQ(r.sm_classes[2].stamped_launches, 0.0);
-  EXPECT_DOUBLE_EQ(r.sm_classes[3].sms, 0.0);
+  // {sms, stamped launches per step, first, mean, last} of each class.
+  const double want[kTraceSmClasses][5] = {{15, 1, 11, 12.5, 15}, {117, 1, 25, 30.5, 38}, {1, 0, 0, 0, 0}, {}};
+  for (int c = 0; c < kTraceSmClasses; ++c) {
+    const TraceRow::SmClassRow& k = r.sm_classes[c];
+    const double got[5] = {k.sms, k.stamped_launches, k.phase2_first_us, k.phase2_mean_us, k.phase2_last_us};
+    for (int f = 0; f < 5; ++f) EXPECT_DOUBLE_EQ(got[f], want[c][f]) << "class " << c << " field " << f;
+  }
   const std::string text = format_trace(s);
   EXPECT_NE(text.find("1: 15.0 SMs 11.00/12.50/15.00  2: 117.0 SMs 25.00/30.50/38.00\n"), std::string::npos)
       << text;
