@@ -412,32 +412,21 @@ int main(int argc, char** argv) {
   const int blocks = kBlocksPerSm * n_sms;
   DeviceBuffer<RateOut> out(static_cast<size_t>(blocks));
   auto rate = [&](auto kernel, const char* name) {
-    CHORUS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    int per_sm = 0;
-    CHORUS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, kSmem));
-    const double best = chorus::cuda::probe::slowest_block_ns(
-        [&] { kernel<<<blocks, kWarps * 32, kSmem>>>(tiles, out.get()); }, out, blocks);
-    const double per = best / (static_cast<double>(kBlocksPerSm) * kWarps * tiles);
+    const auto r = chorus::cuda::probe::tile_rate(kernel, kWarps, kBlocksPerSm, kSmem, tiles, out);
     std::printf("rate 8 rows: %-44s %7.1f ns per warp-tile a multiprocessor (%d blocks resident a multiprocessor, "
                 "%d tiles a warp, %.1f GB/s of Q4_K a multiprocessor)\n",
-                name, per, per_sm, tiles, kWarpTile / per);
+                name, r.ns_per_warp_tile, r.resident_per_sm, tiles, kWarpTile / r.ns_per_warp_tile);
   };
   rate(rate_kernel<kToday>, "today's tile (warp_tile_q4k_exact<1>)");
   rate(rate_kernel<kInt32>, "int8 x, a scale per 32 (m16n8k32)");
   rate(rate_kernel<kInt256>, "int8 x, a scale per 256 (m16n8k32, IMAD)");
   rate(rate_kernel<kIntPow2>, "int8 x, a 2^-e scale per 32 (m16n8k32, SHF+IMAD)");
   // Both routes at 1, 2 and 4 column groups in the GEMV's shape for each.
-  auto group_rate = [&](auto kernel, int n_warps, int per_sm_want, int smem, int rows, const char* name) {
-    CHORUS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    int per_sm = 0;
-    CHORUS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, n_warps * 32, smem));
-    const int n_blocks = per_sm_want * n_sms;
-    const double best = chorus::cuda::probe::slowest_block_ns(
-        [&] { kernel<<<n_blocks, n_warps * 32, smem>>>(tiles, out.get()); }, out, n_blocks);
-    const double per = best / (static_cast<double>(per_sm_want) * n_warps * tiles);
+  auto group_rate = [&](auto kernel, int n_warps, int blocks_per_sm, int smem, int rows, const char* name) {
+    const auto r = chorus::cuda::probe::tile_rate(kernel, n_warps, blocks_per_sm, smem, tiles, out);
     std::printf("rate %2d rows: %-42s %7.1f ns per warp-tile a multiprocessor (%d blocks of %d warps resident a "
                 "multiprocessor, %.1f GB/s of Q4_K a multiprocessor)\n",
-                rows, name, per, per_sm, n_warps, kWarpTile / per);
+                rows, name, r.ns_per_warp_tile, r.resident_per_sm, n_warps, kWarpTile / r.ns_per_warp_tile);
   };
   // (out holds kBlocksPerSm = 4 blocks a multiprocessor, the most any of these launches.)
   auto both = [&](auto column_groups) {

@@ -1,7 +1,8 @@
 #pragma once
 // Timing shared by the tile-rate probes (wgmma_probe.cu, imma_probe.cu): each block stamps the
 // global timer around its loop, and a rate is the slowest block's time, best of a few launches
-// (the multiprocessors run their blocks together, so the slowest one is the launch's time).
+// (the multiprocessors run their blocks together, so the slowest one is the launch's time),
+// over the warp-tiles a multiprocessor ran (tile_rate).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -40,6 +41,29 @@ double slowest_block_ns(Launch launch, const DeviceBuffer<RateOut>& out, int blo
     best = std::min(best, static_cast<double>(worst));
   }
   return best;
+}
+
+// One rate-loop kernel's figure: `blocks_per_sm` blocks of `n_warps` warps on every
+// multiprocessor, each warp running `tiles` tiles (kernel(tiles, out) writes one RateOut a block
+// into out, which must hold them all), with `smem` bytes of dynamic shared memory allowed.
+struct TileRate {
+  double ns_per_warp_tile = 0;  // a multiprocessor's: the slowest block's time over its warp-tiles
+  double slowest_block_ns = 0;
+  int resident_per_sm = 0;      // blocks the runtime says fit a multiprocessor at once
+};
+
+template <typename Kernel>
+TileRate tile_rate(Kernel kernel, int n_warps, int blocks_per_sm, int smem, int tiles, const DeviceBuffer<RateOut>& out) {
+  int n_sms = 0;
+  CHORUS_CUDA_CHECK(cudaDeviceGetAttribute(&n_sms, cudaDevAttrMultiProcessorCount, 0));
+  const int blocks = blocks_per_sm * n_sms;
+  if (out.size() < static_cast<size_t>(blocks)) throw CudaError("probe: the output holds fewer blocks than the launch");
+  CHORUS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  TileRate r;
+  CHORUS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r.resident_per_sm, kernel, n_warps * 32, smem));
+  r.slowest_block_ns = slowest_block_ns([&] { kernel<<<blocks, n_warps * 32, smem>>>(tiles, out.get()); }, out, blocks);
+  r.ns_per_warp_tile = r.slowest_block_ns / (static_cast<double>(blocks_per_sm) * n_warps * tiles);
+  return r;
 }
 
 }  // namespace chorus::cuda::probe

@@ -540,13 +540,10 @@ int main(int argc, char** argv) {
   const int blocks = 2 * n_sms;
   DeviceBuffer<RateOut> out(static_cast<size_t>(blocks));
   auto rate = [&](auto kernel, const char* name) {
-    CHORUS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    const double best = chorus::cuda::probe::slowest_block_ns(
-        [&] { kernel<<<blocks, kRateWarps * 32, smem>>>(tiles, out.get()); }, out, blocks);
     // Warp-tiles a multiprocessor: 2 blocks x 8 warps x tiles.
-    const double per = best / (2.0 * kRateWarps * tiles);
+    const auto r = chorus::cuda::probe::tile_rate(kernel, kRateWarps, 2, static_cast<int>(smem), tiles, out);
     std::printf("rate %-34s %8.1f ns per warp-tile a multiprocessor (%d tiles a warp, slowest block %.1f us)\n", name,
-                per, tiles, best / 1e3);
+                r.ns_per_warp_tile, tiles, r.slowest_block_ns / 1e3);
   };
   rate(rate_kernel<false, 4>, "32 rows: mma.sync, 16-byte B loads");
   rate(rate_kernel<true, 4>, "32 rows: wgmma m64n32k16");
