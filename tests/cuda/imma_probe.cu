@@ -156,6 +156,13 @@ enum Mode { kToday = 0, kInt32 = 1, kInt256 = 2, kIntPow2 = 3 };
 // the head of d, dmin and the 12 bytes of 6-bit scales and mins, then 128 bytes of nibbles in
 // the order the route would repack them to: words 2i and 2i + 1 of part t hold k-step i's a0 and
 // a2 bytes in their low nibbles and k-step 4 + i's in their high ones).
+// A record head's 8 sub-block scales as bytes: sc_0..3 = bytes 0-3 of the 6-bit scales & 63,
+// sc_4..7 = low nibbles of bytes 8-11 | the top bits of bytes 0-3 (the GGUF packing).
+__device__ __forceinline__ void q4k_head_scales(const uint4& h, uint32_t& lo, uint32_t& hi) {
+  lo = h.y & 0x3F3F3F3Fu;
+  hi = (h.w & 0x0F0F0F0Fu) | ((h.y >> 2) & 0x30303030u);
+}
+
 template <int kMode>
 __device__ __forceinline__ void int_tile(const uint8_t* wt, int lane, const uint32_t* xfrag, const float* xs_t,
                                          uint4 x_exp, uint32_t b_min, float (&acc)[4]) {
@@ -164,14 +171,9 @@ __device__ __forceinline__ void int_tile(const uint8_t* wt, int lane, const uint
   const uint8_t* ra = wt + g * kRec;
   const uint8_t* rb = wt + (g + 8) * kRec;
   const uint4 ha = ld16(ra), hb = ld16(rb);
-  // sc_0..3 = bytes 0-3 & 63 of the scales; sc_4..7 = low nibbles of bytes 8-11 | top bits of 0-3.
-  auto scales = [](const uint4& h, uint32_t& lo, uint32_t& hi) {
-    lo = h.y & 0x3F3F3F3Fu;
-    hi = (h.w & 0x0F0F0F0Fu) | ((h.y >> 2) & 0x30303030u);
-  };
   uint32_t sa_lo, sa_hi, sb_lo, sb_hi;
-  scales(ha, sa_lo, sa_hi);
-  scales(hb, sb_lo, sb_hi);
+  q4k_head_scales(ha, sa_lo, sa_hi);
+  q4k_head_scales(hb, sb_lo, sb_hi);
   // The nibbles, d and the min term's A (-32 dmin m of the lane's sub-blocks 2t, 2t + 1, one
   // m16n8k8 as today) as today's tile loads them.
   const Q4KExactRow ma = q4k_exact_load(ra, t), mb = q4k_exact_load(rb, t);
@@ -232,8 +234,9 @@ __device__ __forceinline__ void int_tile_pow2(const uint8_t* wt, int lane, uint3
   const uint8_t* ra = wt + g * kRec;
   const uint8_t* rb = wt + (g + 8) * kRec;
   const uint4 ha = ld16(ra), hb = ld16(rb);
-  const uint32_t sa_lo = ha.y & 0x3F3F3F3Fu, sa_hi = (ha.w & 0x0F0F0F0Fu) | ((ha.y >> 2) & 0x30303030u);
-  const uint32_t sb_lo = hb.y & 0x3F3F3F3Fu, sb_hi = (hb.w & 0x0F0F0F0Fu) | ((hb.y >> 2) & 0x30303030u);
+  uint32_t sa_lo, sa_hi, sb_lo, sb_hi;
+  q4k_head_scales(ha, sa_lo, sa_hi);
+  q4k_head_scales(hb, sb_lo, sb_hi);
   const Q4KExactRow ma = q4k_exact_load(ra, t), mb = q4k_exact_load(rb, t);
   uint4 m[kNT];
 #pragma unroll
