@@ -43,11 +43,11 @@ __device__ __forceinline__ void trace_exit(TraceSpan* s) {
 // block that goes on to the output). Decode attention: 0 the new token's q, k, v are loaded,
 // 1 the first chunk's K/V rows are staged, 2 the last chunk is attended, 3 the merge's first
 // cluster barrier is passed (cluster route).
-// Phase 2 is also kept per multiprocessor (TraceSpan::sm_phase2_last_inv_ns).
+// Phase kTracePerSmPhase is also kept per multiprocessor (TraceSpan::sm_phase2_last_inv_ns).
 __device__ __forceinline__ void trace_phase(TraceSpan* s, int k) {
   if (s == nullptr) return;
   const unsigned long long t = trace_stamp(&s->phase_first_ns[k], &s->phase_last_inv_ns[k]);
-  if (k != 2 || threadIdx.x != 0) return;
+  if (k != kTracePerSmPhase || threadIdx.x != 0) return;
   const unsigned int sm = trace_smid();
   if (sm < kTraceMaxSms) atomicMin(&s->sm_phase2_last_inv_ns[sm], ~t);
 }

@@ -15,6 +15,8 @@ inline constexpr int kTracePhases = 4;
 inline constexpr int kTraceMaxSms = 192;  // multiprocessors whose blocks a span counts (H100/H200: 132)
 // Multiprocessors are grouped by how many blocks of a launch they ran: 1, 2, 3, 4 or more.
 inline constexpr int kTraceSmClasses = 4;
+// The phase also kept per multiprocessor (TraceSpan::sm_phase2_last_inv_ns): a GEMV's tiles done.
+inline constexpr int kTracePerSmPhase = 2;
 
 // Written by the blocks of one launch (step_trace.cuh). Every field is a minimum, so that one
 // memset of 0xff arms a span; the latest times are stored inverted (the minimum of ~t is ~max t).

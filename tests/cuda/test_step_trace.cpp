@@ -261,8 +261,8 @@ TEST(StepTraceGpu, StampsEveryLaunchInChainOrderAndChangesNoBits) {
             class_sms += c.sms;
             EXPECT_LE(c.sms_stamped, c.sms) << i;
             if (c.sms_stamped == 0) continue;
-            EXPECT_GE(c.phase2_first_ns, t[i].phase_first_ns[2]) << i;
-            EXPECT_LE(c.phase2_last_ns, t[i].phase_last_ns[2]) << i;
+            EXPECT_GE(c.phase2_first_ns, t[i].phase_first_ns[kTracePerSmPhase]) << i;
+            EXPECT_LE(c.phase2_last_ns, t[i].phase_last_ns[kTracePerSmPhase]) << i;
             EXPECT_LE(static_cast<double>(c.phase2_first_ns), c.phase2_mean_ns) << i;
             EXPECT_LE(c.phase2_mean_ns, static_cast<double>(c.phase2_last_ns)) << i;
           }
