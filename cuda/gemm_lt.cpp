@@ -21,6 +21,19 @@ bool row_invariant(const cublasLtMatmulAlgo_t& algo) {
   return algo_attr(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM) <= 1 &&
          algo_attr(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME) == CUBLASLT_REDUCTION_SCHEME_NONE;
 }
+
+// The same tile configuration with split-K turned off, for shapes where every ranked
+// candidate splits K: on an H200 (cuBLASLt 13.1) all 8 candidates for 128 x 4096 x 14336
+// did, so a 128-row reference had no algorithm at all. False where the library refuses the
+// attributes; the caller still checks the result against every row count it must take.
+bool without_split_k(cublasLtMatmulAlgo_t& algo) {
+  const uint32_t one = 1, none = CUBLASLT_REDUCTION_SCHEME_NONE;
+  return cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one, sizeof(one)) ==
+             CUBLAS_STATUS_SUCCESS &&
+         cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &none, sizeof(none)) ==
+             CUBLAS_STATUS_SUCCESS &&
+         row_invariant(algo);
+}
 }  // namespace
 
 GemmLt::GemmLt(int64_t max_tokens, int64_t reference_tokens)
@@ -90,12 +103,22 @@ const cublasLtMatmulAlgo_t& GemmLt::algo_for(const GemmShape& s) {
                                      pref.get(), kCandidates, results.data(), &n_results) != CUBLAS_STATUS_SUCCESS) {
     n_results = 0;
   }
+  const auto takes_every_count = [&](const cublasLtMatmulAlgo_t& a) {
+    bool fits = algo_fits(ref, a);
+    for (const Plan& p : probes) fits = fits && algo_fits(p, a);
+    return fits;
+  };
+  // The best-ranked candidate that is split-K-free as offered; failing that, the best-ranked
+  // one that still runs every row count with its split-K turned off.
   for (int i = 0; i < n_results; ++i) {
     const cublasLtMatmulAlgo_t& a = results[static_cast<size_t>(i)].algo;
-    if (!row_invariant(a)) continue;
-    bool fits = true;
-    for (const Plan& p : probes) fits = fits && algo_fits(p, a);
-    if (fits) return algos_.emplace(s.weight_key(), a).first->second;
+    if (row_invariant(a) && takes_every_count(a)) return algos_.emplace(s.weight_key(), a).first->second;
+  }
+  for (int i = 0; i < n_results; ++i) {
+    cublasLtMatmulAlgo_t a = results[static_cast<size_t>(i)].algo;
+    if (!row_invariant(a) && without_split_k(a) && takes_every_count(a)) {
+      return algos_.emplace(s.weight_key(), a).first->second;
+    }
   }
   throw CudaError("cuBLASLt offered no split-K-free algorithm for a " + std::to_string(reference_tokens_) + "x" +
                   std::to_string(s.n_rows_w) + "x" + std::to_string(s.k) + " f16 GEMM that also takes fewer rows, on " +
