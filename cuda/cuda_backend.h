@@ -93,11 +93,12 @@ class CudaBackend final : public Backend {
     GemvSplitShape split;
     int32_t part_stride = 0;  // output columns of the whole product
     const char* label = "";   // its name in a step trace
+    int32_t spread_min_rows = 0;  // CudaTuning::gemv_spread of its launch kind
   };
   void enqueue_gemv(const GemvCall& call, int32_t n_rows);
   GemvParams gemv_params(const GemvCall& call, int32_t n_rows, int first, int last, int32_t col) const;
-  void enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, GemvSplitShape split, int32_t n_rows,
-                             const char* label);
+  void enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, GemvSplitShape split, int32_t spread_min_rows,
+                             int32_t n_rows, const char* label);
   // The normalized residual rows [row_begin, +n_rows) as a GEMV input: fused into the GEMV's
   // staging for few rows, else normalized once into h_ by a pass (same f16 values either way).
   GemvInput norm_input(const float* norm_w, int32_t n_rows, int32_t row_begin = 0);

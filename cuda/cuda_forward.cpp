@@ -105,6 +105,7 @@ GemvParams CudaBackend::gemv_params(const GemvCall& call, int32_t n_rows, int fi
   }
   p.x_budget_bytes = tuning_.gemv_x_budget_bytes;
   p.early_loads = tuning_.gemv_early_loads;
+  p.spread_blocks = call.spread_min_rows > 0 && n_rows >= call.spread_min_rows ? 1 : 0;
   if (trace_) {
     int64_t size_bytes = 0;
     std::string types;  // the distinct types of [first, last), in order ("Q4_K+Q6_K" for a pair launch)
@@ -259,15 +260,17 @@ void CudaBackend::enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, RowKi
     qkv.split = split_qkv_;
     qkv.part_stride = n_qkv;
     qkv.label = "qkv";
+    qkv.spread_min_rows = tuning_.gemv_spread.qkv;
     enqueue_gemv(qkv, n_rows);
     enqueue_attention_gemv(il, n_rows, grid_chunks, kind);
 
-    enqueue_residual_gemv(L.wo, h_.get(), split_o_, n_rows, "o");
+    enqueue_residual_gemv(L.wo, h_.get(), split_o_, tuning_.gemv_spread.o, n_rows, "o");
 
     GemvCall ffn;
     ffn.in = norm_input(L.ffn_norm.get(), n_rows);
     ffn.split = split_ffn_up_;
     ffn.label = "ffn_up";
+    ffn.spread_min_rows = tuning_.gemv_spread.ffn_up;
     if (L.ffn_fused()) {
       ffn.mats[0] = &L.w_gate_up;
       ffn.n_mats = 1;
@@ -293,7 +296,7 @@ void CudaBackend::enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, RowKi
       launch_swiglu(sw, stream_->get());
     }
 
-    enqueue_residual_gemv(L.w_down, h_ff_.get(), split_down_, n_rows, "down");
+    enqueue_residual_gemv(L.w_down, h_ff_.get(), split_down_, tuning_.gemv_spread.down, n_rows, "down");
   }
 }
 
@@ -303,8 +306,8 @@ void CudaBackend::set_tuning(const CudaTuning& t) {
 }
 
 // residual += m x for f16 rows x (the attention output or the SwiGLU output).
-void CudaBackend::enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, GemvSplitShape split, int32_t n_rows,
-                                        const char* label) {
+void CudaBackend::enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, GemvSplitShape split,
+                                        int32_t spread_min_rows, int32_t n_rows, const char* label) {
   GemvCall call;
   call.mats[0] = &m;
   call.n_mats = 1;
@@ -313,6 +316,7 @@ void CudaBackend::enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, 
   call.split = split;
   call.part_stride = model_->config.n_embd;
   call.label = label;
+  call.spread_min_rows = spread_min_rows;
   enqueue_gemv(call, n_rows);
 }
 

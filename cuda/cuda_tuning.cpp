@@ -27,12 +27,23 @@ constexpr Field kFields[] = {
     {"gemm_ref_rows", &CudaTuning::gemm_ref_rows},
     {"norm_pass_min_rows", &CudaTuning::norm_pass_min_rows},
 };
-constexpr std::string_view kSplitsName = "gemv_splits";
+// The fields of one value per GEMV launch kind (Q.O.U.D), each with the example its error gives.
+struct PerGemvField {
+  const char* name;
+  CudaTuning::PerGemv CudaTuning::*member;
+  const char* meaning;
+};
+constexpr PerGemvField kPerGemvFields[] = {
+    {"gemv_splits", &CudaTuning::gemv_splits, "split counts; 0: automatic), e.g. 4.8.1.8"},
+    {"gemv_spread", &CudaTuning::gemv_spread, "the rows from which each spreads its blocks; 0: never), e.g. 0.0.9.0"},
+};
 
 std::string known_keys() {
   std::string s;
   for (const Field& f : kFields) s += std::string(f.name) + ", ";
-  return s + std::string(kSplitsName);
+  for (const PerGemvField& f : kPerGemvFields) s += std::string(f.name) + ", ";
+  s.resize(s.size() - 2);  // the last ", "
+  return s;
 }
 
 // A whole non-negative int32 or nothing ("8", not "8x", "-1" or "").
@@ -47,12 +58,13 @@ bool parse_count(std::string_view text, int32_t& out) {
   return true;
 }
 
-Status parse_splits(std::string_view text, CudaTuning::Splits& out) {
+Status parse_per_gemv(const PerGemvField& field, std::string_view text, CudaTuning::PerGemv& out) {
   int32_t* parts[] = {&out.qkv, &out.o, &out.ffn_up, &out.down};
   for (size_t i = 0; i < 4; ++i) {
     const size_t dot = i < 3 ? text.find('.') : text.size();
     if (dot == std::string_view::npos || !parse_count(text.substr(0, dot), *parts[i])) {
-      return make_error("gemv_splits takes four counts Q.O.U.D (q|k|v, output, gate|up, down; 0: automatic), e.g. 4.8.1.8");
+      return make_error(std::string(field.name) + " takes four counts Q.O.U.D (q|k|v, output, gate|up, down: " +
+                        field.meaning);
     }
     text.remove_prefix(std::min(text.size(), dot + 1));
   }
@@ -73,8 +85,12 @@ Result<CudaTuning> parse_cuda_tuning(std::string_view spec, const CudaTuning& ba
       return make_error("'" + std::string(item) + "' is not key=value (keys: " + known_keys() + ")");
     }
     const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
-    if (key == kSplitsName) {
-      CHORUS_TRY(parse_splits(value, t.gemv_splits));
+    const PerGemvField* per_gemv = nullptr;
+    for (const PerGemvField& f : kPerGemvFields) {
+      if (key == f.name) per_gemv = &f;
+    }
+    if (per_gemv != nullptr) {
+      CHORUS_TRY(parse_per_gemv(*per_gemv, value, t.*(per_gemv->member)));
       continue;
     }
     const Field* field = nullptr;
@@ -94,9 +110,13 @@ Result<CudaTuning> parse_cuda_tuning(std::string_view spec, const CudaTuning& ba
 std::string format_cuda_tuning(const CudaTuning& t) {
   std::string s;
   for (const Field& f : kFields) s += std::string(f.name) + "=" + std::to_string(t.*(f.member)) + ",";
-  const CudaTuning::Splits& sp = t.gemv_splits;
-  return s + std::string(kSplitsName) + "=" + std::to_string(sp.qkv) + "." + std::to_string(sp.o) + "." +
-         std::to_string(sp.ffn_up) + "." + std::to_string(sp.down);
+  for (const PerGemvField& f : kPerGemvFields) {
+    const CudaTuning::PerGemv& v = t.*(f.member);
+    s += std::string(f.name) + "=" + std::to_string(v.qkv) + "." + std::to_string(v.o) + "." +
+         std::to_string(v.ffn_up) + "." + std::to_string(v.down) + ",";
+  }
+  s.pop_back();  // the last comma
+  return s;
 }
 
 }  // namespace chorus::cuda

@@ -53,12 +53,22 @@ struct CudaTuning {
   // launch (launch_gemv_pair); 0: never. Same bits either way. Every batch size (32 is the
   // most a step takes): 8B N = 1 / 16 / 32 +3 / +4 / +4 % (perf-notes v14d).
   int32_t gemv_pair_max_rows = 32;
+  // One value per decode GEMV launch kind: q|k|v, output, gate|up, down (text form Q.O.U.D).
+  struct PerGemv {
+    int32_t qkv = 0, o = 0, ffn_up = 0, down = 0;
+  };
+  using Splits = PerGemv;
   // K splits of the decode GEMVs per matrix group instead of gemv_choose_splits' (0: its
   // choice). A split count changes the f32 summation order, so tokens may differ from the
   // default's (perf-notes v13).
-  struct Splits {
-    int32_t qkv = 0, o = 0, ffn_up = 0, down = 0;
-  } gemv_splits;
+  Splits gemv_splits;
+  // From this many rows on (0: never), the launch kind pads its blocks' shared memory so that
+  // a multiprocessor holds at most ceil(blocks / multiprocessors) of them
+  // (GemvParams::spread_blocks). Against the block scheduler stacking a launch's blocks two a
+  // multiprocessor while others idle: the 1B's 128 gate|up blocks at N = 32 ran on 68 of the
+  // H200's 132 (session 30 trace). Placement only: the same bits either way. Session 25
+  // padded every launch at every N and lost 4-16 % (perf-notes); this picks kinds and rows.
+  PerGemv gemv_spread;
   // Prefill GEMM: the row count at which cuBLASLt's algorithm for each weight shape is chosen
   // and then used for every call (gemm_lt.h; 0: the backend's largest prefill call). 8B on an
   // H100: 512 rows runs 4-prompt calls 19 % faster than 128 rows, and a lone 128-token prompt
@@ -74,7 +84,8 @@ struct CudaTuning {
 };
 
 // Applies "key=value,key=value" to base: keys are CudaTuning's field names, values
-// non-negative integers; gemv_splits takes four, Q.O.U.D (q|k|v, output, gate|up, down).
+// non-negative integers; gemv_splits and gemv_spread take four, Q.O.U.D (q|k|v, output,
+// gate|up, down).
 // An empty spec gives base back. Unknown keys and malformed values are errors that name them.
 Result<CudaTuning> parse_cuda_tuning(std::string_view spec, const CudaTuning& base);
 

@@ -179,6 +179,9 @@ struct GemvParams {
   int32_t early_loads = 0;
   int32_t resid_smem_offset = 0;  // set by launch_gemv: > 0: the prefetched residual rows (kGemvEarlyResidual)
   int32_t push_smem_offset = 0;   // set by launch_gemv: > 0: barrier + the other splits' sums (kGemvEarlyPush)
+  // 1: shared memory padded so that a multiprocessor holds at most ceil(blocks / SMs) of this
+  // launch's blocks (CudaTuning::gemv_spread; gemv_launch.cuh). Placement only.
+  int32_t spread_blocks = 0;
   CUtensorMap x_map{};        // set by launch_gemv (tensor_map.h), read in place by the kernel
   TraceSpan* trace = nullptr;  // step_trace.h: stamped by every block when set
 };

@@ -69,6 +69,26 @@ void launch_blocks(Kernel kernel, const GemvParams& p, int blocks, int threads, 
   launch_pdl_clustered(kernel, dim3(blocks, p.split.n_splits), dim3(threads), smem, dim3(1, cluster_y, 1), stream, p);
 }
 
+// With p.spread_blocks, the shared memory (at least `smem`) that lets a multiprocessor hold at
+// most ceil(blocks / multiprocessors) of the launch's blocks, so that the block scheduler
+// cannot stack them two a multiprocessor while others idle; `smem` itself where it already
+// does. The occupancy falls as the bytes grow, so a bisection to 128 bytes finds the least.
+template <typename Kernel>
+size_t gemv_spread_smem(Kernel kernel, const GemvParams& p, int blocks, int threads, size_t smem) {
+  if (p.spread_blocks == 0) return smem;
+  const int n_sms = multiprocessor_count();
+  const int64_t total = int64_t{blocks} * p.split.n_splits;
+  const int cap = static_cast<int>(std::max<int64_t>(1, (total + n_sms - 1) / n_sms));
+  const void* k = reinterpret_cast<const void*>(kernel);
+  if (blocks_per_multiprocessor(k, threads, smem) <= cap) return smem;
+  size_t lo = smem, hi = kGemvMaxSmem;  // blocks(lo) > cap >= blocks(hi): one block at the most bytes
+  while (hi - lo > 128) {
+    const size_t mid = (lo + hi) / 2 / 16 * 16;
+    (blocks_per_multiprocessor(k, threads, mid) <= cap ? hi : lo) = mid;
+  }
+  return hi;
+}
+
 // Whether the launch prefetches its residual rows (kGemvEarlyResidual): one column group, the
 // splits added by a block known at the start, 16-byte aligned rows.
 template <int kNT>
@@ -140,7 +160,9 @@ void launch_nt(const GemvParams& p_in, cudaStream_t stream) {
   size_t resid_offset = 0;
   const size_t smem = gemv_add_push_area<kNT>(p, gemv_smem_bytes<kType, kNT>(p, &resid_offset));
   p.resid_smem_offset = static_cast<int32_t>(resid_offset);
-  launch_blocks(gemv_kernel<kType, kNT>, p, gemv_row_blocks(p.mats, S::kBlockRows), S::kWarps * 32, smem, stream);
+  const int blocks = gemv_row_blocks(p.mats, S::kBlockRows);
+  launch_blocks(gemv_kernel<kType, kNT>, p, blocks, S::kWarps * 32,
+                gemv_spread_smem(gemv_kernel<kType, kNT>, p, blocks, S::kWarps * 32, smem), stream);
 }
 
 // A two-type launch (gemv_pair_kernel): the chunk that suits both types' blocks, shared memory
@@ -161,8 +183,9 @@ void launch_pair_nt(const GemvParams& p_in, cudaStream_t stream) {
   const size_t smem =
       gemv_add_push_area<kNT>(p, resid_offset > 0 ? resid_offset + resid_bytes : std::max(smem_a, smem_b));
   p.resid_smem_offset = static_cast<int32_t>(resid_offset);
-  launch_blocks(gemv_pair_kernel<kA, kB, kNT>, p, gemv_row_blocks(p.mats, SA::kBlockRows), SA::kWarps * 32, smem,
-                stream);
+  const int blocks = gemv_row_blocks(p.mats, SA::kBlockRows);
+  launch_blocks(gemv_pair_kernel<kA, kB, kNT>, p, blocks, SA::kWarps * 32,
+                gemv_spread_smem(gemv_pair_kernel<kA, kB, kNT>, p, blocks, SA::kWarps * 32, smem), stream);
 }
 
 template <TensorType kA, TensorType kB>

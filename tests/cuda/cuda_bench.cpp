@@ -2,7 +2,7 @@
 // [--attn-row-max-rows=A,B...] [--attn-row-warps=A,B...] [--attn-row-split-max-rows=A,B...] [--attn-row-split-parts=A,B...]
 // [--attn-row-kv-phases=A,B...]
 // [--gemv-x-budget=A,B...] [--gemv-early=A,B...] [--gemv-pair-max-rows=A,B...] [--norm-pass-min-rows=A,B...]
-// [--gemv-splits=Q.O.U.D,...]: the CUDA backend alone
+// [--gemv-splits=Q.O.U.D,...] [--tuning=SPEC]...: the CUDA backend alone
 // (no scheduler). For each N:
 // N random prompts of 128 tokens prefilled one by one, then 128 greedy decode steps of all
 // N together, timed (aggregate decode tok/s). The tokens are checked against each
@@ -15,7 +15,9 @@
 // blocks staging K and V in A phases, 0 the launch's choice).
 // Split counts (CudaTuning::gemv_splits: q|k|v, output, gate|up, down; 0 keeps the
 // default) change the rounding, so their rows "sQ.O.U.D N ..." compare against solo runs
-// under the same splits.
+// under the same splits. Each --tuning=SPEC (a CHORUS_CUDA_TUNING spec, cuda_tuning.h; one
+// setting a flag, any fields) gives rows "[SPEC] N ...", against solo runs under SPEC where it
+// changes the splits.
 // With --trace, each N's 128 decode steps run once more with the step trace on
 // (cuda/step_trace.h; builds with -DCHORUS_CUDA_STEP_TRACE=ON), and where the steps' time went
 // inside the graph is printed per launch kind (those steps' tok/s are not reported: every
@@ -328,6 +330,7 @@ int main(int argc, char** argv) {
   std::vector<int> norm_pass_rows;    // --norm-pass-min-rows=A,B,...: the same per norm pass threshold
   std::vector<std::string> splits;    // --gemv-splits=Q.O.U.D,...: the same per split override
   std::vector<cuda::CudaTuning::Splits> split_values;
+  std::vector<std::string> tuning_specs;  // --tuning=SPEC (one a flag: SPEC has commas)
   // --trace, --trace-tuning=SPEC (each flag one run; SPEC as CHORUS_CUDA_TUNING, cuda_tuning.h):
   // a traced run of each N after the decode rows, with the defaults or under SPEC.
   std::vector<std::string> trace_specs;
@@ -352,6 +355,10 @@ int main(int argc, char** argv) {
     }
     if (arg == "--trace-only") {
       trace_only = true;
+      continue;
+    }
+    if (arg.rfind("--tuning=", 0) == 0) {
+      tuning_specs.push_back(arg.substr(9));
       continue;
     }
     if (arg.rfind("--trace-tuning=", 0) == 0) {
@@ -487,11 +494,30 @@ int main(int argc, char** argv) {
     t.attn_row_warps = w;
     tuned_rows(t, "w" + std::to_string(w) + " ");
   }
+  auto solo_runs = [&] {
+    for (int s = 0; s < max_n; ++s) solo[static_cast<size_t>(s)] = generate(**b, prompts, {s}).tokens[0];
+  };
+  for (const std::string& spec : tuning_specs) {  // rows "[SPEC] N ..."
+    auto t = cuda::parse_cuda_tuning(spec, defaults);
+    if (!t) {
+      std::fprintf(stderr, "--tuning: %s\n", t.message().c_str());
+      return 2;
+    }
+    const auto& a = t->gemv_splits;
+    const auto& d = defaults.gemv_splits;
+    const bool new_splits = a.qkv != d.qkv || a.o != d.o || a.ffn_up != d.ffn_up || a.down != d.down;
+    if (new_splits) {
+      (*b)->set_tuning(*t);
+      solo_runs();
+    }
+    tuned_rows(*t, "[" + spec + "] ");
+    if (new_splits) solo_runs();  // the defaults' again, for the rows after these
+  }
   for (size_t i = 0; i < splits.size(); ++i) {  // rows "sQ.O.U.D N ...", against solo runs of the same splits
     cuda::CudaTuning t = defaults;
     t.gemv_splits = split_values[i];
     (*b)->set_tuning(t);
-    for (int s = 0; s < max_n; ++s) solo[static_cast<size_t>(s)] = generate(**b, prompts, {s}).tokens[0];
+    solo_runs();
     tuned_rows(t, "s" + splits[i] + " ");
   }
   // Prefill of one 512-token prompt (median of 5).

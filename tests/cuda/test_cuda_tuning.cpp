@@ -42,6 +42,7 @@ TEST(CudaTuningText, FormatParsesBackToTheSameSetting) {
   a.gemv_early_loads = 1;
   a.gemv_pair_max_rows = 9;
   a.gemv_splits = {2, 4, 1, 8};
+  a.gemv_spread = {0, 17, 9, 33};
   a.gemm_ref_rows = 128;
   a.norm_pass_min_rows = 1;
   const std::string text = format_cuda_tuning(a);
@@ -49,6 +50,9 @@ TEST(CudaTuningText, FormatParsesBackToTheSameSetting) {
   ASSERT_TRUE(b) << b.message();
   EXPECT_EQ(format_cuda_tuning(*b), text);
   EXPECT_EQ(b->gemv_splits.down, 8);
+  EXPECT_EQ(b->gemv_spread.o, 17);
+  EXPECT_EQ(b->gemv_spread.ffn_up, 9);
+  EXPECT_EQ(b->gemv_spread.down, 33);
   EXPECT_EQ(b->gemv_x_budget_bytes, 16384);
   EXPECT_EQ(b->gemm_ref_rows, 128);
   EXPECT_EQ(b->norm_pass_min_rows, 1);
@@ -75,6 +79,8 @@ TEST(CudaTuningText, BadInputIsAnErrorThatNamesIt) {
       {"gemv_splits=4.8.1", "Q.O.U.D"},
       {"gemv_splits=4.8.1.8.2", "Q.O.U.D"},
       {"gemv_splits=4..1.8", "Q.O.U.D"},
+      {"gemv_spread=9", "gemv_spread takes four counts Q.O.U.D"},
+      {"gemv_spread=0.0.-9.0", "gemv_spread takes four counts"},
   };
   for (const Case& c : cases) {
     auto t = parse_cuda_tuning(c.spec, base);
