@@ -42,7 +42,7 @@ TEST(CudaTuningText, FormatParsesBackToTheSameSetting) {
   a.gemv_early_loads = 1;
   a.gemv_pair_max_rows = 9;
   a.gemv_splits = {2, 4, 1, 8};
-  a.gemv_spread = {0, 17, 9, 33};
+  a.gemv_spread = {0, 17, 12, 33};
   a.gemm_ref_rows = 128;
   a.norm_pass_min_rows = 1;
   const std::string text = format_cuda_tuning(a);
@@ -51,7 +51,7 @@ TEST(CudaTuningText, FormatParsesBackToTheSameSetting) {
   EXPECT_EQ(format_cuda_tuning(*b), text);
   EXPECT_EQ(b->gemv_splits.down, 8);
   EXPECT_EQ(b->gemv_spread.o, 17);
-  EXPECT_EQ(b->gemv_spread.ffn_up, 9);
+  EXPECT_EQ(b->gemv_spread.ffn_up, 12);
   EXPECT_EQ(b->gemv_spread.down, 33);
   EXPECT_EQ(b->gemv_x_budget_bytes, 16384);
   EXPECT_EQ(b->gemm_ref_rows, 128);
