@@ -67,11 +67,12 @@ struct CudaTuning {
   // (GemvParams::spread_blocks). Against the block scheduler stacking a launch's blocks two a
   // multiprocessor while others idle: the 1B's 128 gate|up blocks at N = 32 ran on 68 of the
   // H200's 132 (session 30 trace). Placement only: the same bits either way. Session 25
-  // padded every launch at every N and lost 4-16 %. Gate|up from 9 rows (H100): 1B N = 24 /
-  // 32 +3.9 / +4.9 %; the 8B's 224 blocks already hold the cap of 2, so its launches are
-  // unchanged. Down (1B / 8B N = 32 -9 / -8 %) and o (8B -6 %) lose: their padded blocks
-  // cannot enter beside the launch before them (perf-notes, session 30).
-  PerGemv gemv_spread{0, 0, 9, 0};
+  // padded every launch at every N and lost 4-16 %. Gate|up at every N (H100, the 1B):
+  // N = 1 / 2 / 4 / 8 +2.4 / +2.5 / +1.9 / +3.3 %, N = 16 / 24 / 32 +3.2 / +4.7 / +5.8 %; the
+  // 8B's gate|up blocks already sit at the cap (the occupancy), so its launches are unchanged.
+  // Down (1B / 8B N = 32 -9 / -8 %) and o (8B -6 %) lose: their padded blocks cannot enter
+  // beside the launch before them (perf-notes v35).
+  PerGemv gemv_spread{0, 0, 1, 0};
   // Prefill GEMM: the row count at which cuBLASLt's algorithm for each weight shape is chosen
   // and then used for every call (gemm_lt.h; 0: the backend's largest prefill call). 8B on an
   // H100: 512 rows runs 4-prompt calls 19 % faster than 128 rows, and a lone 128-token prompt
