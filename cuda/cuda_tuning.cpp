@@ -35,7 +35,7 @@ struct PerGemvField {
 };
 constexpr PerGemvField kPerGemvFields[] = {
     {"gemv_splits", &CudaTuning::gemv_splits, "split counts; 0: automatic), e.g. 4.8.1.8"},
-    {"gemv_spread", &CudaTuning::gemv_spread, "the rows from which each spreads its blocks; 0: never), e.g. 0.0.9.0"},
+    {"gemv_spread", &CudaTuning::gemv_spread, "the rows from which each spreads its blocks; 0: never), e.g. 0.0.1.0"},
 };
 
 std::string known_keys() {

@@ -376,6 +376,19 @@ int main(int argc, char** argv) {
     }
     split_values.push_back(sp);
   }
+  // Settings checked before the model loads, so that a typo costs no device time.
+  for (const std::string& spec : tuning_specs) {
+    if (auto t = cuda::parse_cuda_tuning(spec, cuda::CudaTuning{}); !t) {
+      std::fprintf(stderr, "--tuning: %s\n", t.message().c_str());
+      return 2;
+    }
+  }
+  for (const std::string& spec : trace_specs) {
+    if (auto t = cuda::parse_cuda_tuning(spec, cuda::CudaTuning{}); !t) {
+      std::fprintf(stderr, "--trace-tuning: %s\n", t.message().c_str());
+      return 2;
+    }
+  }
   const int max_n = *std::max_element(ns.begin(), ns.end());
   cuda::CudaBackendOptions o;
   o.base.max_batch = 32;
