@@ -11,6 +11,7 @@
 #include "cuda/gemv_kernel.cuh"
 #include "cuda/launch.cuh"
 #include "cuda/occupancy.h"
+#include "cuda/spread_smem.h"
 
 namespace chorus::cuda {
 
@@ -70,23 +71,14 @@ void launch_blocks(Kernel kernel, const GemvParams& p, int blocks, int threads, 
 }
 
 // With p.spread_blocks, the shared memory (at least `smem`) that lets a multiprocessor hold at
-// most ceil(blocks / multiprocessors) of the launch's blocks, so that the block scheduler
-// cannot stack them two a multiprocessor while others idle; `smem` itself where it already
-// does. The occupancy falls as the bytes grow, so a bisection to 128 bytes finds the least.
+// most ceil(blocks / multiprocessors) of the launch's blocks (spread_smem.h); `smem` otherwise.
 template <typename Kernel>
 size_t gemv_spread_smem(Kernel kernel, const GemvParams& p, int blocks, int threads, size_t smem) {
   if (p.spread_blocks == 0) return smem;
-  const int n_sms = multiprocessor_count();
-  const int64_t total = int64_t{blocks} * p.split.n_splits;
-  const int cap = static_cast<int>(std::max<int64_t>(1, (total + n_sms - 1) / n_sms));
   const void* k = reinterpret_cast<const void*>(kernel);
-  if (blocks_per_multiprocessor(k, threads, smem) <= cap) return smem;
-  size_t lo = smem, hi = kGemvMaxSmem;  // blocks(lo) > cap >= blocks(hi): one block at the most bytes
-  while (hi - lo > 128) {
-    const size_t mid = (lo + hi) / 2 / 16 * 16;
-    (blocks_per_multiprocessor(k, threads, mid) <= cap ? hi : lo) = mid;
-  }
-  return hi;
+  const int cap = spread_cap(int64_t{blocks} * p.split.n_splits, multiprocessor_count());
+  return least_smem_for_cap([&](size_t bytes) { return blocks_per_multiprocessor(k, threads, bytes); }, smem,
+                            kGemvMaxSmem, cap);
 }
 
 // Whether the launch prefetches its residual rows (kGemvEarlyResidual): one column group, the
