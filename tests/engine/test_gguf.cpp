@@ -109,7 +109,9 @@ TEST(Gguf, EveryTruncationIsAnError) {
     std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n));
     auto r = Reader::parse(cut.data(), cut.size(), "cut.gguf");
     EXPECT_FALSE(r.ok()) << "a file cut to " << n << " bytes parsed";
-    if (!r.ok()) EXPECT_NE(r.message().find("cut.gguf"), std::string::npos) << r.message();
+    if (!r.ok()) {
+      EXPECT_NE(r.message().find("cut.gguf"), std::string::npos) << r.message();
+    }
   }
 }
 
