@@ -116,7 +116,7 @@ void CudaBackend::apply_tuning(const CudaTuning& t) {
   tuning_.gemv_x_budget_bytes = std::max(0, t.gemv_x_budget_bytes);
   tuning_.attn_chunks_per_block = std::max(0, t.attn_chunks_per_block);
   tuning_.attn_row_max_rows = std::max(0, t.attn_row_max_rows);
-  const CudaTuning::Splits& splits = t.gemv_splits;
+  const CudaTuning::PerGemv& splits = t.gemv_splits;
   const ModelConfig& c = model_->config;
   const int32_t tiles_embd = static_cast<int32_t>(round_up(c.n_embd, kTileElems) / kTileElems);
   const int32_t tiles_q = static_cast<int32_t>(round_up(c.q_dim(), kTileElems) / kTileElems);

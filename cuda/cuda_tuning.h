@@ -56,12 +56,12 @@ struct CudaTuning {
   // One value per decode GEMV launch kind: q|k|v, output, gate|up, down (text form Q.O.U.D).
   struct PerGemv {
     int32_t qkv = 0, o = 0, ffn_up = 0, down = 0;
+    bool operator==(const PerGemv&) const = default;
   };
-  using Splits = PerGemv;
   // K splits of the decode GEMVs per matrix group instead of gemv_choose_splits' (0: its
   // choice). A split count changes the f32 summation order, so tokens may differ from the
   // default's (perf-notes v13).
-  Splits gemv_splits;
+  PerGemv gemv_splits;
   // From this many rows on (0: never), the launch kind pads its blocks' shared memory so that
   // a multiprocessor holds at most ceil(blocks / multiprocessors) of them
   // (GemvParams::spread_blocks). Against the block scheduler stacking a launch's blocks two a

@@ -329,7 +329,7 @@ int main(int argc, char** argv) {
   std::vector<int> pair_max_rows;     // --gemv-pair-max-rows=A,B,...: the same per two-type launch limit
   std::vector<int> norm_pass_rows;    // --norm-pass-min-rows=A,B,...: the same per norm pass threshold
   std::vector<std::string> splits;    // --gemv-splits=Q.O.U.D,...: the same per split override
-  std::vector<cuda::CudaTuning::Splits> split_values;
+  std::vector<cuda::CudaTuning::PerGemv> split_values;
   std::vector<std::string> tuning_specs;  // --tuning=SPEC (one a flag: SPEC has commas)
   // --trace, --trace-tuning=SPEC (each flag one run; SPEC as CHORUS_CUDA_TUNING, cuda_tuning.h):
   // a traced run of each N after the decode rows, with the defaults or under SPEC.
@@ -369,7 +369,7 @@ int main(int argc, char** argv) {
   }
   if (ns.empty()) ns = {1, 8, 32};
   for (const std::string& spec : splits) {
-    cuda::CudaTuning::Splits sp;
+    cuda::CudaTuning::PerGemv sp;
     if (std::sscanf(spec.c_str(), "%d.%d.%d.%d", &sp.qkv, &sp.o, &sp.ffn_up, &sp.down) != 4) {
       std::fprintf(stderr, "--gemv-splits: '%s' is not Q.O.U.D (split counts, 0 for the default)\n", spec.c_str());
       return 2;
@@ -377,16 +377,12 @@ int main(int argc, char** argv) {
     split_values.push_back(sp);
   }
   // Settings checked before the model loads, so that a typo costs no device time.
-  for (const std::string& spec : tuning_specs) {
-    if (auto t = cuda::parse_cuda_tuning(spec, cuda::CudaTuning{}); !t) {
-      std::fprintf(stderr, "--tuning: %s\n", t.message().c_str());
-      return 2;
-    }
-  }
-  for (const std::string& spec : trace_specs) {
-    if (auto t = cuda::parse_cuda_tuning(spec, cuda::CudaTuning{}); !t) {
-      std::fprintf(stderr, "--trace-tuning: %s\n", t.message().c_str());
-      return 2;
+  for (const auto& [flag, specs] : {std::pair{"--tuning", &tuning_specs}, std::pair{"--trace-tuning", &trace_specs}}) {
+    for (const std::string& spec : *specs) {
+      if (auto t = cuda::parse_cuda_tuning(spec, cuda::CudaTuning{}); !t) {
+        std::fprintf(stderr, "%s: %s\n", flag, t.message().c_str());
+        return 2;
+      }
     }
   }
   const int max_n = *std::max_element(ns.begin(), ns.end());
@@ -516,9 +512,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "--tuning: %s\n", t.message().c_str());
       return 2;
     }
-    const auto& a = t->gemv_splits;
-    const auto& d = defaults.gemv_splits;
-    const bool new_splits = a.qkv != d.qkv || a.o != d.o || a.ffn_up != d.ffn_up || a.down != d.down;
+    const bool new_splits = t->gemv_splits != defaults.gemv_splits;
     if (new_splits) {
       (*b)->set_tuning(*t);
       solo_runs();

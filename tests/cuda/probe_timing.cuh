@@ -11,6 +11,7 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/device_memory.h"
+#include "cuda/occupancy.h"
 
 namespace chorus::cuda::probe {
 
@@ -54,9 +55,7 @@ struct TileRate {
 
 template <typename Kernel>
 TileRate tile_rate(Kernel kernel, int n_warps, int blocks_per_sm, int smem, int tiles, const DeviceBuffer<RateOut>& out) {
-  int n_sms = 0;
-  CHORUS_CUDA_CHECK(cudaDeviceGetAttribute(&n_sms, cudaDevAttrMultiProcessorCount, 0));
-  const int blocks = blocks_per_sm * n_sms;
+  const int blocks = blocks_per_sm * multiprocessor_count();
   if (out.size() < static_cast<size_t>(blocks)) throw CudaError("probe: the output holds fewer blocks than the launch");
   CHORUS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   TileRate r;
