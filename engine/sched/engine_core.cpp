@@ -216,6 +216,7 @@ void EngineCore::run_backend(StepRecord& rec) {
       rec.n_prefill_seqs = static_cast<int32_t>(plan.prefill.size());
       for (const PlannedPrefill& p : plan.prefill) rec.n_generated += p.samples_first_token ? 1 : 0;
     }
+    rec.t_prefill_us = t_prefill_end - t_end;
     t_end = t_prefill_end;
   }
   const int64_t total = t_end - t_begin;
@@ -232,6 +233,7 @@ void EngineCore::run_backend(StepRecord& rec) {
   rec.t_sample_us = sample;
   rec.t_download_us = down;
   rec.t_forward_us = total - up - sample - down;
+  rec.t_prefill_us = std::min(rec.t_prefill_us, rec.t_forward_us);
 }
 
 void EngineCore::apply_outputs(int64_t now_us) {

@@ -20,6 +20,9 @@ struct StepRecord {
   int64_t t_schedule_us = 0, t_upload_us = 0, t_forward_us = 0, t_sample_us = 0,
           t_download_us = 0, t_detokenize_us = 0, t_deliver_us = 0;
   int64_t t_step_us = 0;         // end - start
+  // Of t_forward_us: the wall time of the prompt chunks' backend call (0: the step had none),
+  // so that a decode rate can leave out the prompts computed in the same step.
+  int64_t t_prefill_us = 0;
 
   int64_t sum_phases_us() const {
     return t_schedule_us + t_upload_us + t_forward_us + t_sample_us + t_download_us +
