@@ -17,6 +17,7 @@
 #include "engine/backend/fake_backend.h"
 #include "engine/gguf/gguf_reader.h"
 #include "engine/model/model_config.h"
+#include "engine/sched/decode_rates.h"
 #include "engine/sched/default_engine.h"
 #include "engine/sched/engine.h"
 #include "engine/sched/fake_text_codec.h"
@@ -258,18 +259,16 @@ PhaseMeans mean_phases(const std::vector<StepRecord>& steps, int n) {
 }
 
 void print_header() {
-  std::printf("%4s %10s %10s %9s %11s | %s\n", "N", "agg tok/s", "seq tok/s", "TTFT ms",
-              "prefill t/s",
+  std::printf("agg tok/s: decoded tokens / time of the steps that decoded; decode t/s: the same "
+              "less the prompt chunks computed in those steps (generation alone, as "
+              "llama-batched-bench's S_TG)\n");
+  std::printf("%4s %10s %10s %10s %9s %11s | %s\n", "N", "agg tok/s", "decode t/s", "seq tok/s",
+              "TTFT ms", "prefill t/s",
               "mean step us: sched upload forward sample download detok deliver = step (steps) | prefill");
 }
 
 void print_row(int n, const std::vector<SeqResult>& res, const std::vector<StepRecord>& steps) {
-  int64_t decoded = 0, decode_step_us = 0;
-  for (const StepRecord& r : steps) {
-    if (r.n_decode == 0) continue;
-    decoded += r.n_decode;
-    decode_step_us += r.t_step_us;
-  }
+  const DecodeRates rates = decode_rates(steps);
   double seq_rate = 0, ttft_us = 0, prefill_rate = 0;
   for (const SeqResult& r : res) {
     seq_rate += r.stats.decode_tok_per_s;
@@ -283,9 +282,8 @@ void print_row(int n, const std::vector<SeqResult>& res, const std::vector<StepR
     prefill_calls += r.n_prefill_seqs > 0 ? 1 : 0;
     prefill_seqs += r.n_prefill_seqs;
   }
-  std::printf("%4d %10.1f %10.1f %9.2f %11.1f | %.0f %.0f %.0f %.0f %.0f %.0f %.0f = %.0f (%lld) | %lld prefill calls, %.1f prompts each\n",
-              n, decode_step_us > 0 ? decoded * 1e6 / static_cast<double>(decode_step_us) : 0.0,
-              seq_rate / k, ttft_us / k / 1000.0, prefill_rate / k, m.t.schedule_us,
+  std::printf("%4d %10.1f %10.1f %10.1f %9.2f %11.1f | %.0f %.0f %.0f %.0f %.0f %.0f %.0f = %.0f (%lld) | %lld prefill calls, %.1f prompts each\n",
+              n, rates.step_tok_per_s(), rates.decode_tok_per_s(), seq_rate / k, ttft_us / k / 1000.0, prefill_rate / k, m.t.schedule_us,
               m.t.upload_us, m.t.forward_us, m.t.sample_us, m.t.download_us, m.t.detokenize_us,
               m.t.deliver_us, m.t.step_us, static_cast<long long>(m.n_steps), static_cast<long long>(prefill_calls),
               prefill_calls > 0 ? static_cast<double>(prefill_seqs) / static_cast<double>(prefill_calls) : 0.0);
