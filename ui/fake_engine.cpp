@@ -203,9 +203,10 @@ StatsSnapshot FakeEngine::stats() const {
     s.aggregate_tok_per_s = toks / span_s;
   }
   const double m = std::max(1, current_batch_);
-  s.mean_step = {30, 12, 900 + 25 * m, 40 + 3 * m, 8, 5 * m, 4 * m, 0};
+  // The fake computes no prompts, so its prefill phase stays 0.
+  s.mean_step = {30, 12, 900 + 25 * m, 40 + 3 * m, 8, 0, 5 * m, 4 * m, 0};
   s.mean_step.step_us = s.mean_step.schedule_us + s.mean_step.upload_us + s.mean_step.forward_us +
-                        s.mean_step.sample_us + s.mean_step.download_us +
+                        s.mean_step.sample_us + s.mean_step.download_us + s.mean_step.prefill_us +
                         s.mean_step.detokenize_us + s.mean_step.deliver_us;
   s.last_step = s.mean_step;
   s.kv_blocks_total = 1024;

@@ -21,12 +21,15 @@
 namespace chorus::ui {
 namespace {
 
-const char* const kPhaseNames[] = {"schedule", "upload", "forward", "sample",
-                                   "download", "detokenize", "deliver"};
+// "prefill" is the prompt chunks computed in a step after its decode call: apart, so that a
+// new tab's prompt shows as such rather than as a slower forward pass.
+const char* const kPhaseNames[] = {"schedule", "upload",  "forward",    "sample",
+                                   "download", "prefill", "detokenize", "deliver"};
 const QColor kPhaseColors[] = {QColor(0x8e, 0x8e, 0x93), QColor(0x5a, 0xc8, 0xfa),
                                QColor(0x34, 0x7d, 0xf6), QColor(0xff, 0x9f, 0x0a),
-                               QColor(0xaf, 0x52, 0xde), QColor(0x34, 0xc7, 0x59),
-                               QColor(0xff, 0x37, 0x5f)};
+                               QColor(0xaf, 0x52, 0xde), QColor(0xff, 0xd6, 0x0a),
+                               QColor(0x34, 0xc7, 0x59), QColor(0xff, 0x37, 0x5f)};
+static_assert(std::size(kPhaseNames) == std::size(kPhaseColors));
 
 QString gib(int64_t bytes) { return QString::number(bytes / double(1ll << 30), 'f', 2) + " GiB"; }
 
@@ -204,8 +207,9 @@ void PerfPanel::updateSpeedChart(const StatsSnapshot& s) {
 
 void PerfPanel::updatePhases(const StatsSnapshot& s) {
   const StepPhaseTimes& t = s.mean_step;
-  const double us[] = {t.schedule_us, t.upload_us, t.forward_us, t.sample_us,
-                       t.download_us, t.detokenize_us, t.deliver_us};
+  const double us[] = {t.schedule_us, t.upload_us,     t.forward_us, t.sample_us,
+                       t.download_us, t.prefill_us,    t.detokenize_us, t.deliver_us};
+  static_assert(std::size(us) == std::size(kPhaseNames));
   double total = 0;
   for (size_t i = 0; i < std::size(us); ++i) {
     phase_sets_[int(i)]->replace(0, us[i]);

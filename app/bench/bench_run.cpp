@@ -243,6 +243,7 @@ PhaseMeans mean_phases(const std::vector<StepRecord>& steps, int n) {
       m.t.forward_us += r.t_forward_us;
       m.t.sample_us += r.t_sample_us;
       m.t.download_us += r.t_download_us;
+      m.t.prefill_us += r.t_prefill_us;
       m.t.detokenize_us += r.t_detokenize_us;
       m.t.deliver_us += r.t_deliver_us;
       m.t.step_us += r.t_step_us;
@@ -251,7 +252,7 @@ PhaseMeans mean_phases(const std::vector<StepRecord>& steps, int n) {
   }
   if (m.n_steps > 0) {
     for (double* v : {&m.t.schedule_us, &m.t.upload_us, &m.t.forward_us, &m.t.sample_us,
-                      &m.t.download_us, &m.t.detokenize_us, &m.t.deliver_us, &m.t.step_us}) {
+                      &m.t.download_us, &m.t.prefill_us, &m.t.detokenize_us, &m.t.deliver_us, &m.t.step_us}) {
       *v /= static_cast<double>(m.n_steps);
     }
   }
@@ -264,7 +265,7 @@ void print_header() {
               "llama-batched-bench's S_TG)\n");
   std::printf("%4s %10s %10s %10s %9s %11s | %s\n", "N", "agg tok/s", "decode t/s", "seq tok/s",
               "TTFT ms", "prefill t/s",
-              "mean step us: sched upload forward sample download detok deliver = step (steps) | prefill");
+              "mean step us: sched upload forward sample download prefill detok deliver = step (steps) | prefill calls");
 }
 
 void print_row(int n, const std::vector<SeqResult>& res, const std::vector<StepRecord>& steps) {
@@ -282,9 +283,9 @@ void print_row(int n, const std::vector<SeqResult>& res, const std::vector<StepR
     prefill_calls += r.n_prefill_seqs > 0 ? 1 : 0;
     prefill_seqs += r.n_prefill_seqs;
   }
-  std::printf("%4d %10.1f %10.1f %10.1f %9.2f %11.1f | %.0f %.0f %.0f %.0f %.0f %.0f %.0f = %.0f (%lld) | %lld prefill calls, %.1f prompts each\n",
+  std::printf("%4d %10.1f %10.1f %10.1f %9.2f %11.1f | %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f = %.0f (%lld) | %lld prefill calls, %.1f prompts each\n",
               n, rates.step_tok_per_s(), rates.decode_tok_per_s(), seq_rate / k, ttft_us / k / 1000.0, prefill_rate / k, m.t.schedule_us,
-              m.t.upload_us, m.t.forward_us, m.t.sample_us, m.t.download_us, m.t.detokenize_us,
+              m.t.upload_us, m.t.forward_us, m.t.sample_us, m.t.download_us, m.t.prefill_us, m.t.detokenize_us,
               m.t.deliver_us, m.t.step_us, static_cast<long long>(m.n_steps), static_cast<long long>(prefill_calls),
               prefill_calls > 0 ? static_cast<double>(prefill_seqs) / static_cast<double>(prefill_calls) : 0.0);
   std::fflush(stdout);

@@ -63,10 +63,11 @@ struct RequestCallbacks {
   std::function<void(RequestId, const Error&)> on_error;  // followed by on_finish(Error)
 };
 
-// Mean phase times of recent steps, microseconds.
+// Phase times of steps, microseconds. upload to download are the decode call's; prefill is
+// the call for the prompt chunks computed in the same step, after it.
 struct StepPhaseTimes {
   double schedule_us = 0, upload_us = 0, forward_us = 0, sample_us = 0, download_us = 0,
-         detokenize_us = 0, deliver_us = 0, step_us = 0;
+         prefill_us = 0, detokenize_us = 0, deliver_us = 0, step_us = 0;
 };
 
 struct StatsSnapshot {

@@ -177,10 +177,10 @@ void EngineCore::note_plan_events() {
   }
 }
 
-// Runs the decode batch, then the prompt chunks (one backend call for all of them). The
-// backend's own upload/sample/download figures are kept; everything else of the wall time
-// between the two calls' start and end (its forward pass, the prefill, any overhead) counts
-// as forward.
+// Runs the decode batch, then the prompt chunks (one backend call for all of them). Of the
+// decode call's wall time, the backend's own upload/sample/download figures are kept and the
+// rest (its forward pass, any overhead) counts as forward; the prompt call's wall time is the
+// prefill phase.
 void EngineCore::run_backend(StepRecord& rec) {
   const StepPlan& plan = scheduler_.plan();
   const int64_t t_begin = rec.t_start_us + rec.t_schedule_us;
@@ -193,13 +193,13 @@ void EngineCore::run_backend(StepRecord& rec) {
       rec.n_generated = rec.n_decode;
     }
   }
-  int64_t t_end = monotonic_us();
+  const int64_t t_decode_end = monotonic_us();
   if (!plan.prefill.empty()) {
     chunks_.clear();
     for (size_t i = 0; i < plan.prefill.size(); ++i) {
       chunks_.push_back(scheduler_.prefill_chunk(i));
       RequestState* r = find(plan.prefill[i].seq_id);
-      if (r && r->t_scheduled_us < 0) r->t_scheduled_us = t_end;
+      if (r && r->t_scheduled_us < 0) r->t_scheduled_us = t_decode_end;
     }
     prefill_result_ = guarded([&] { return backend_->prefill_batch(chunks_); });
     const int64_t t_prefill_end = monotonic_us();
@@ -208,7 +208,7 @@ void EngineCore::run_backend(StepRecord& rec) {
     const int64_t n_total = plan.n_prefill_tokens();
     for (const PlannedPrefill& p : plan.prefill) {
       if (RequestState* r = find(p.seq_id)) {
-        r->t_prefill_compute_us += (t_prefill_end - t_end) * p.n_tokens / std::max<int64_t>(1, n_total);
+        r->t_prefill_compute_us += (t_prefill_end - t_decode_end) * p.n_tokens / std::max<int64_t>(1, n_total);
       }
     }
     if (prefill_result_.ok() && prefill_result_->size() == plan.prefill.size()) {
@@ -216,10 +216,9 @@ void EngineCore::run_backend(StepRecord& rec) {
       rec.n_prefill_seqs = static_cast<int32_t>(plan.prefill.size());
       for (const PlannedPrefill& p : plan.prefill) rec.n_generated += p.samples_first_token ? 1 : 0;
     }
-    rec.t_prefill_us = t_prefill_end - t_end;
-    t_end = t_prefill_end;
+    rec.t_prefill_us = t_prefill_end - t_decode_end;
   }
-  const int64_t total = t_end - t_begin;
+  const int64_t total = t_decode_end - t_begin;
   int64_t up = std::max<int64_t>(0, reported.t_upload_us);
   int64_t sample = std::max<int64_t>(0, reported.t_sample_us);
   int64_t down = std::max<int64_t>(0, reported.t_download_us);
@@ -233,7 +232,6 @@ void EngineCore::run_backend(StepRecord& rec) {
   rec.t_sample_us = sample;
   rec.t_download_us = down;
   rec.t_forward_us = total - up - sample - down;
-  rec.t_prefill_us = std::min(rec.t_prefill_us, rec.t_forward_us);
 }
 
 void EngineCore::apply_outputs(int64_t now_us) {

@@ -5,28 +5,31 @@
 namespace chorus {
 namespace {
 
-std::array<int64_t, 8> phases(const StepRecord& r) {
-  return {r.t_schedule_us, r.t_upload_us,     r.t_forward_us, r.t_sample_us,
-          r.t_download_us, r.t_detokenize_us, r.t_deliver_us, r.t_step_us};
+constexpr size_t kPhases = StepStats::kPhases;
+
+std::array<int64_t, kPhases> phases(const StepRecord& r) {
+  return {r.t_schedule_us, r.t_upload_us,     r.t_forward_us, r.t_sample_us, r.t_download_us,
+          r.t_prefill_us,  r.t_detokenize_us, r.t_deliver_us, r.t_step_us};
 }
 
-StepPhaseTimes from_array(const std::array<double, 8>& a) {
+StepPhaseTimes from_array(const std::array<double, kPhases>& a) {
   StepPhaseTimes t;
   t.schedule_us = a[0];
   t.upload_us = a[1];
   t.forward_us = a[2];
   t.sample_us = a[3];
   t.download_us = a[4];
-  t.detokenize_us = a[5];
-  t.deliver_us = a[6];
-  t.step_us = a[7];
+  t.prefill_us = a[5];
+  t.detokenize_us = a[6];
+  t.deliver_us = a[7];
+  t.step_us = a[8];
   return t;
 }
 
 }  // namespace
 
 StepPhaseTimes to_phase_times(const StepRecord& r) {
-  std::array<double, 8> a{};
+  std::array<double, kPhases> a{};
   const auto p = phases(r);
   std::copy(p.begin(), p.end(), a.begin());
   return from_array(a);
@@ -68,7 +71,7 @@ StepPhaseTimes StepStats::last() const {
 StepPhaseTimes StepStats::mean() const {
   const int64_t n = std::min<int64_t>(n_steps_, kMeanSteps);
   if (n == 0) return {};
-  std::array<double, 8> a{};
+  std::array<double, kPhases> a{};
   for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(mean_sum_[i]) / n;
   return from_array(a);
 }

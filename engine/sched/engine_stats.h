@@ -3,6 +3,7 @@
 // steps and token rates over a sliding time window. Fixed-size rings and running sums, so
 // recording a step costs a few additions and never allocates.
 #include <array>
+#include <cstddef>
 #include <cstdint>
 
 #include "engine/sched/engine_api.h"
@@ -17,16 +18,15 @@ struct StepRecord {
   int32_t n_prefill_seqs = 0;    // sequences those chunks belong to
   int32_t n_generated = 0;       // tokens produced: M, plus one when the chunk sampled
   int64_t t_start_us = 0;        // monotonic clock
+  // upload, forward, sample and download: the decode call. prefill: the prompt chunks' call
+  // after it (0: the step had none), apart so that a decode rate can leave it out.
   int64_t t_schedule_us = 0, t_upload_us = 0, t_forward_us = 0, t_sample_us = 0,
-          t_download_us = 0, t_detokenize_us = 0, t_deliver_us = 0;
+          t_download_us = 0, t_prefill_us = 0, t_detokenize_us = 0, t_deliver_us = 0;
   int64_t t_step_us = 0;         // end - start
-  // Of t_forward_us: the wall time of the prompt chunks' backend call (0: the step had none),
-  // so that a decode rate can leave out the prompts computed in the same step.
-  int64_t t_prefill_us = 0;
 
   int64_t sum_phases_us() const {
     return t_schedule_us + t_upload_us + t_forward_us + t_sample_us + t_download_us +
-           t_detokenize_us + t_deliver_us;
+           t_prefill_us + t_detokenize_us + t_deliver_us;
   }
 };
 
@@ -36,6 +36,7 @@ class StepStats {
  public:
   static constexpr int kMeanSteps = 64;           // steps in the running mean
   static constexpr int64_t kWindowUs = 3000000;   // token-rate window
+  static constexpr size_t kPhases = 9;             // StepRecord's eight phases and the step
 
   void add(const StepRecord& r);
 
@@ -60,7 +61,7 @@ class StepStats {
   int64_t n_generated_total_ = 0;
   int32_t max_batch_seen_ = 0;
   int64_t last_end_us_ = 0;
-  std::array<int64_t, 8> mean_sum_{};  // seven phases and the step, over the last kMeanSteps
+  std::array<int64_t, kPhases> mean_sum_{};  // over the last kMeanSteps
   int64_t window_first_ = 0;           // oldest step inside the rate window
   int64_t window_decoded_ = 0, window_prefilled_ = 0;
 };

@@ -470,7 +470,7 @@ TEST(SchedEngine, StatsAddUp) {
   EXPECT_EQ(end.kv_blocks_used, 0);
   for (const StepPhaseTimes& t : {end.last_step, end.mean_step}) {
     const double sum = t.schedule_us + t.upload_us + t.forward_us + t.sample_us + t.download_us +
-                       t.detokenize_us + t.deliver_us;
+                       t.prefill_us + t.detokenize_us + t.deliver_us;
     EXPECT_NEAR(sum, t.step_us, 0.05 * t.step_us + 1.0);
   }
   EXPECT_GT(end.mean_step.forward_us, 0.0);
