@@ -170,7 +170,8 @@ void PerfPanel::updateSummary(const StatsSnapshot& s) {
   batch_->setText(tr("%1 now · %2 max · %3 running, %4 waiting")
                       .arg(s.current_batch).arg(s.max_batch_seen).arg(s.n_running).arg(s.n_waiting));
   speed_->setText(tr("%1 tok/s aggregate").arg(s.aggregate_tok_per_s, 0, 'f', 1));
-  prefill_->setText(tr("%1 tok/s").arg(s.prefill_tok_per_s, 0, 'f', 1));
+  prefill_->setText(s.prefill_tok_per_s > 0 ? tr("%1 tok/s while computing prompts").arg(s.prefill_tok_per_s, 0, 'f', 1)
+                                            : tr("no prompt in the last few seconds"));
   steps_->setText(tr("%1 steps · %2 tokens · %3 ms/step")
                       .arg(s.n_steps).arg(s.n_tokens_generated)
                       .arg(s.mean_step.step_us / 1000.0, 0, 'f', 2));

@@ -81,7 +81,7 @@ struct StatsSnapshot {
   int64_t n_steps = 0;
   int64_t n_tokens_generated = 0;
   double aggregate_tok_per_s = 0.0;     // decode tokens/s over the last few seconds
-  double prefill_tok_per_s = 0.0;
+  double prefill_tok_per_s = 0.0;       // prompt tokens per second of prompt computation, same span
   StepPhaseTimes last_step;             // the most recent step
   StepPhaseTimes mean_step;             // mean over recent steps
   int64_t kv_blocks_used = 0, kv_blocks_total = 0;

@@ -46,6 +46,7 @@ void StepStats::add(const StepRecord& r) {
   if (n_steps_ - window_first_ >= kRing) {
     window_decoded_ -= at(window_first_).n_decode;
     window_prefilled_ -= at(window_first_).n_prefill_tokens;
+    window_prefill_us_ -= at(window_first_).t_prefill_us;
     ++window_first_;
   }
   ring_[static_cast<size_t>(n_steps_ % kRing)] = r;
@@ -56,10 +57,12 @@ void StepStats::add(const StepRecord& r) {
   last_end_us_ = r.t_start_us + r.t_step_us;
   window_decoded_ += r.n_decode;
   window_prefilled_ += r.n_prefill_tokens;
+  window_prefill_us_ += r.t_prefill_us;
   while (window_first_ < n_steps_ - 1 &&
          at(window_first_).t_start_us + at(window_first_).t_step_us < last_end_us_ - kWindowUs) {
     window_decoded_ -= at(window_first_).n_decode;
     window_prefilled_ -= at(window_first_).n_prefill_tokens;
+    window_prefill_us_ -= at(window_first_).t_prefill_us;
     ++window_first_;
   }
 }
@@ -84,7 +87,8 @@ double StepStats::rate(int64_t n, int64_t now_us) const {
 
 double StepStats::decode_tok_per_s(int64_t now_us) const { return rate(window_decoded_, now_us); }
 double StepStats::prefill_tok_per_s(int64_t now_us) const {
-  return rate(window_prefilled_, now_us);
+  if (n_steps_ == 0 || now_us - last_end_us_ > kWindowUs || window_prefill_us_ <= 0) return 0.0;
+  return static_cast<double>(window_prefilled_) * 1e6 / static_cast<double>(window_prefill_us_);
 }
 
 }  // namespace chorus

@@ -45,8 +45,12 @@ class StepStats {
   int32_t max_batch_seen() const { return max_batch_seen_; }
   StepPhaseTimes last() const;
   StepPhaseTimes mean() const;
-  // Tokens per second over the window ending at `now_us`; 0 when nothing ran in it.
+  // Decoded tokens per second of wall time over the window ending at `now_us`; 0 when
+  // nothing ran in it.
   double decode_tok_per_s(int64_t now_us) const;
+  // Prompt tokens per second of prompt computation (the prefill phase) over the same window:
+  // how fast prompts are computed, which a wall-time rate of bursty prompts would not say.
+  // 0 when no prompt was computed in it.
   double prefill_tok_per_s(int64_t now_us) const;
   int64_t last_step_end_us() const { return last_end_us_; }
 
@@ -63,7 +67,7 @@ class StepStats {
   int64_t last_end_us_ = 0;
   std::array<int64_t, kPhases> mean_sum_{};  // over the last kMeanSteps
   int64_t window_first_ = 0;           // oldest step inside the rate window
-  int64_t window_decoded_ = 0, window_prefilled_ = 0;
+  int64_t window_decoded_ = 0, window_prefilled_ = 0, window_prefill_us_ = 0;
 };
 
 }  // namespace chorus
