@@ -215,4 +215,14 @@ for m in l1b l8b; do
   [ -f "$OUT/trace_$m.txt" ] && { echo "-- $m (step trace)"; grep -E "^N=[0-9]+ |^  launch|^  [a-z_]+(:[A-Z0-9_+]+)? +[0-9]" "$OUT/trace_$m.txt"; }
 done
 [ -f "$OUT/enginebench.txt" ] && { echo "-- chorus-bench run"; grep -E "^-- |model|^ *[0-9]+ |batch-invariant" "$OUT/enginebench.txt" | head -40; }
+# The issue's decode bars against the Engine's two rates (chorus-bench run's columns 2 and 3:
+# agg tok/s, and decode t/s, generation apart from the prompts as llama-batched-bench counts it).
+[ -f "$OUT/enginebench.txt" ] && awk '
+  /^-- / { model = ""; if ($2 ~ /e8b/) model = "8B"; if ($2 ~ /e1b/) model = "1B"; next }
+  model != "" && ($1 == "1" || $1 == "8" || $1 == "32") && NF > 3 {
+    if (model == "8B") { if ($1 == 1) bar = 580; else if ($1 == 8) bar = 3000; else bar = 10000 }
+    else { if ($1 == 1) bar = 2000; else if ($1 == 8) bar = 10000; else bar = 25000 }
+    if (!header++) printf "%-5s %4s %10s %10s %8s %s\n", "model", "N", "agg tok/s", "decode t/s", "bar", "decode/bar"
+    printf "%-5s %4s %10.0f %10.0f %8d %5.0f %%\n", model, $1, $2, $3, bar, 100 * $3 / bar
+  }' "$OUT/enginebench.txt"
 exit 0
