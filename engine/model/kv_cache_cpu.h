@@ -31,7 +31,7 @@ class CpuKvCache {
     return slot * kv_dim_;
   }
 
-  int32_t n_layers_, kv_dim_, block_tokens_, n_blocks_;
+  int32_t kv_dim_, block_tokens_, n_blocks_;
   int64_t n_floats_;
   std::unique_ptr<float[]> k_, v_;  // [n_layers][n_blocks][block_tokens][kv_dim]
 };

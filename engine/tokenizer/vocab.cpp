@@ -57,7 +57,9 @@ bool is_end_token_text(std::string_view t) {
   static const char* const kNames[] = {
       "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
       "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
-      "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",  // <｜end▁of▁sentence｜>
+      // Split after \x9C, which would otherwise swallow the "e" after it; the parentheses tell
+      // the compiler the concatenation is meant.
+      ("<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"),  // <｜end▁of▁sentence｜>
   };
   for (const char* n : kNames) {
     if (t == n) return true;
