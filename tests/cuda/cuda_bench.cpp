@@ -329,7 +329,6 @@ int main(int argc, char** argv) {
   std::vector<int> pair_max_rows;     // --gemv-pair-max-rows=A,B,...: the same per two-type launch limit
   std::vector<int> norm_pass_rows;    // --norm-pass-min-rows=A,B,...: the same per norm pass threshold
   std::vector<std::string> splits;    // --gemv-splits=Q.O.U.D,...: the same per split override
-  std::vector<cuda::CudaTuning::PerGemv> split_values;
   std::vector<std::string> tuning_specs;  // --tuning=SPEC (one a flag: SPEC has commas)
   // --trace, --trace-tuning=SPEC (each flag one run; SPEC as CHORUS_CUDA_TUNING, cuda_tuning.h):
   // a traced run of each N after the decode rows, with the defaults or under SPEC.
@@ -368,16 +367,11 @@ int main(int argc, char** argv) {
     ns.push_back(std::atoi(argv[i]));
   }
   if (ns.empty()) ns = {1, 8, 32};
-  for (const std::string& spec : splits) {
-    cuda::CudaTuning::PerGemv sp;
-    if (std::sscanf(spec.c_str(), "%d.%d.%d.%d", &sp.qkv, &sp.o, &sp.ffn_up, &sp.down) != 4) {
-      std::fprintf(stderr, "--gemv-splits: '%s' is not Q.O.U.D (split counts, 0 for the default)\n", spec.c_str());
-      return 2;
-    }
-    split_values.push_back(sp);
-  }
+  // --gemv-splits=Q.O.U.D is --tuning=gemv_splits=Q.O.U.D under its own row label.
+  for (std::string& spec : splits) spec = "gemv_splits=" + spec;
   // Settings checked before the model loads, so that a typo costs no device time.
-  for (const auto& [flag, specs] : {std::pair{"--tuning", &tuning_specs}, std::pair{"--trace-tuning", &trace_specs}}) {
+  for (const auto& [flag, specs] : {std::pair{"--tuning", &tuning_specs}, std::pair{"--trace-tuning", &trace_specs},
+                                    std::pair{"--gemv-splits", &splits}}) {
     for (const std::string& spec : *specs) {
       if (auto t = cuda::parse_cuda_tuning(spec, cuda::CudaTuning{}); !t) {
         std::fprintf(stderr, "%s: %s\n", flag, t.message().c_str());
@@ -506,27 +500,21 @@ int main(int argc, char** argv) {
   auto solo_runs = [&] {
     for (int s = 0; s < max_n; ++s) solo[static_cast<size_t>(s)] = generate(**b, prompts, {s}).tokens[0];
   };
-  for (const std::string& spec : tuning_specs) {  // rows "[SPEC] N ..."
-    auto t = cuda::parse_cuda_tuning(spec, defaults);
-    if (!t) {
-      std::fprintf(stderr, "--tuning: %s\n", t.message().c_str());
-      return 2;
-    }
-    const bool new_splits = t->gemv_splits != defaults.gemv_splits;
+  // The decode rows under a spec (checked above). Split counts change the rounding, so where
+  // the spec changes them the rows compare against solo runs under the same splits.
+  auto spec_rows = [&](const std::string& spec, const std::string& prefix) {
+    const cuda::CudaTuning t = *cuda::parse_cuda_tuning(spec, defaults);
+    const bool new_splits = t.gemv_splits != defaults.gemv_splits;
     if (new_splits) {
-      (*b)->set_tuning(*t);
+      (*b)->set_tuning(t);
       solo_runs();
     }
-    tuned_rows(*t, "[" + spec + "] ");
+    tuned_rows(t, prefix);
     if (new_splits) solo_runs();  // the defaults' again, for the rows after these
-  }
-  for (size_t i = 0; i < splits.size(); ++i) {  // rows "sQ.O.U.D N ...", against solo runs of the same splits
-    cuda::CudaTuning t = defaults;
-    t.gemv_splits = split_values[i];
-    (*b)->set_tuning(t);
-    solo_runs();
-    tuned_rows(t, "s" + splits[i] + " ");
-  }
+  };
+  for (const std::string& spec : tuning_specs) spec_rows(spec, "[" + spec + "] ");
+  // Rows "sQ.O.U.D N ...".
+  for (const std::string& spec : splits) spec_rows(spec, "s" + spec.substr(spec.find('=') + 1) + " ");
   // Prefill of one 512-token prompt (median of 5).
   std::vector<int32_t> long_prompt(512);
   for (auto& t : long_prompt) t = static_cast<int32_t>(rng() % static_cast<uint32_t>((*b)->config().n_vocab));
