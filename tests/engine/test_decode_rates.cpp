@@ -7,22 +7,14 @@
 
 #include "engine/sched/decode_rates.h"
 #include "tests/engine/sched_test_util.h"
+#include "tests/engine/step_records.h"
 
 namespace chorus::test {
 namespace {
 
-StepRecord record(int32_t n_decode, int32_t n_prefill_tokens, int64_t t_step_us, int64_t t_prefill_us) {
-  StepRecord r;
-  r.n_decode = n_decode;
-  r.n_prefill_tokens = n_prefill_tokens;
-  r.t_step_us = t_step_us;
-  r.t_prefill_us = t_prefill_us;
-  return r;
-}
-
 TEST(DecodeRates, NoDecodeStepsGiveZeroNotADivisionByZero) {
   EXPECT_EQ(decode_rates({}).step_tok_per_s(), 0.0);
-  const std::vector<StepRecord> prefill_only = {record(0, 128, 700, 700)};
+  const std::vector<StepRecord> prefill_only = {make_step(0, 700, 0, 128, 700)};
   const DecodeRates r = decode_rates(prefill_only);
   EXPECT_EQ(r.n_decoded, 0);
   EXPECT_EQ(r.n_decode_steps, 0);
@@ -34,9 +26,9 @@ TEST(DecodeRates, NoDecodeStepsGiveZeroNotADivisionByZero) {
 // without its prompt call in the decode rate.
 TEST(DecodeRates, SharedStepsCountTheirPromptsOnlyInTheStepRate) {
   const std::vector<StepRecord> steps = {
-      record(0, 512, 3000, 3000),  // prompts alone
-      record(4, 512, 1000, 600),   // 4 streams decode, and prompt chunks
-      record(8, 0, 500, 0),        // 8 streams decode
+      make_step(0, 3000, 0, 512, 3000),  // prompts alone
+      make_step(0, 1000, 4, 512, 600),   // 4 streams decode, and prompt chunks
+      make_step(0, 500, 8, 0, 0),        // 8 streams decode
   };
   const DecodeRates r = decode_rates(steps);
   EXPECT_EQ(r.n_decoded, 12);
@@ -48,7 +40,7 @@ TEST(DecodeRates, SharedStepsCountTheirPromptsOnlyInTheStepRate) {
 }
 
 TEST(DecodeRates, APrefillLongerThanItsStepLeavesNoNegativeTime) {
-  const std::vector<StepRecord> steps = {record(2, 64, 400, 900)};
+  const std::vector<StepRecord> steps = {make_step(0, 400, 2, 64, 900)};
   const DecodeRates r = decode_rates(steps);
   EXPECT_EQ(r.t_prefill_shared_us, 400);
   EXPECT_EQ(r.decode_tok_per_s(), 0.0);

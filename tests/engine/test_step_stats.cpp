@@ -2,24 +2,10 @@
 #include <gtest/gtest.h>
 
 #include "engine/sched/engine_stats.h"
+#include "tests/engine/step_records.h"
 
-namespace chorus {
+namespace chorus::test {
 namespace {
-
-// A step of `t_step_us` starting at `t_start_us`, with `t_prefill_us` of it computing
-// `n_prefill_tokens` prompt tokens and the rest the decode call's forward.
-StepRecord step(int64_t t_start_us, int64_t t_step_us, int32_t n_decode, int32_t n_prefill_tokens,
-                int64_t t_prefill_us) {
-  StepRecord r;
-  r.t_start_us = t_start_us;
-  r.t_step_us = t_step_us;
-  r.n_decode = n_decode;
-  r.n_generated = n_decode;
-  r.n_prefill_tokens = n_prefill_tokens;
-  r.t_prefill_us = t_prefill_us;
-  r.t_forward_us = t_step_us - t_prefill_us;
-  return r;
-}
 
 TEST(StepStats, NothingRecordedGivesZeros) {
   const StepStats s;
@@ -33,9 +19,9 @@ TEST(StepStats, NothingRecordedGivesZeros) {
 TEST(StepStats, PrefillIsTheSpeedOfPromptComputationNotAWallRate) {
   StepStats s;
   int64_t t = 0;
-  s.add(step(t, 30'000, 0, 512, 29'000));  // 512 prompt tokens in 29 ms
+  s.add(make_step(t, 30'000, 0, 512, 29'000));  // 512 prompt tokens in 29 ms
   t += 30'000;
-  for (int i = 0; i < 200; ++i, t += 5'000) s.add(step(t, 5'000, 4, 0, 0));  // 1 s of decode
+  for (int i = 0; i < 200; ++i, t += 5'000) s.add(make_step(t, 5'000, 4, 0, 0));  // 1 s of decode
   EXPECT_NEAR(s.prefill_tok_per_s(t), 512 * 1e6 / 29'000, 1e-6);
   EXPECT_NEAR(s.decode_tok_per_s(t), 800 * 1e6 / static_cast<double>(t), 1e-6);
   // The mean step holds each phase, and they still add up to the step.
@@ -46,15 +32,15 @@ TEST(StepStats, PrefillIsTheSpeedOfPromptComputationNotAWallRate) {
 
 TEST(StepStats, PromptsOlderThanTheWindowLeaveThePrefillFigure) {
   StepStats s;
-  s.add(step(0, 10'000, 0, 100, 10'000));
+  s.add(make_step(0, 10'000, 0, 100, 10'000));
   EXPECT_NEAR(s.prefill_tok_per_s(10'000), 100 * 1e6 / 10'000, 1e-6);
   // Decode steps for longer than the window push the prompt step out of it.
   int64_t t = 10'000;
-  for (; t < StepStats::kWindowUs + 100'000; t += 10'000) s.add(step(t, 10'000, 2, 0, 0));
+  for (; t < StepStats::kWindowUs + 100'000; t += 10'000) s.add(make_step(t, 10'000, 2, 0, 0));
   EXPECT_EQ(s.prefill_tok_per_s(t), 0.0);
   EXPECT_GT(s.decode_tok_per_s(t), 0.0);
   // A new prompt's figure is its own: nothing of the old one is left in the window.
-  s.add(step(t, 8'000, 2, 256, 4'000));
+  s.add(make_step(t, 8'000, 2, 256, 4'000));
   t += 8'000;
   EXPECT_NEAR(s.prefill_tok_per_s(t), 256 * 1e6 / 4'000, 1e-6);
   // And once nothing has run for a window, both are zero.
@@ -64,11 +50,11 @@ TEST(StepStats, PromptsOlderThanTheWindowLeaveThePrefillFigure) {
 
 TEST(StepStats, TwoPromptStepsInTheWindowPoolTheirTokensAndTime) {
   StepStats s;
-  s.add(step(0, 5'000, 0, 128, 4'000));
-  s.add(step(5'000, 20'000, 3, 512, 16'000));
+  s.add(make_step(0, 5'000, 0, 128, 4'000));
+  s.add(make_step(5'000, 20'000, 3, 512, 16'000));
   EXPECT_NEAR(s.prefill_tok_per_s(25'000), 640 * 1e6 / 20'000, 1e-6);
   EXPECT_NEAR(s.mean().prefill_us, 10'000, 1e-9);
 }
 
 }  // namespace
-}  // namespace chorus
+}  // namespace chorus::test
