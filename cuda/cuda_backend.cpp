@@ -84,7 +84,7 @@ void CudaBackend::init(const std::string& model_path, const CudaBackendOptions& 
   const int64_t weights_b = device_model_bytes(model_->weights);
   const int64_t kv_token_b = int64_t{2} * c.n_layers * c.kv_dim() * 2;
   const int64_t n_max = std::max<int64_t>({c.q_dim() + 2 * c.kv_dim(), c.n_embd, 2 * c.n_ff + 32});
-  const int64_t buffers_b = int64_t{max_rows_} * (n_max * 4 + c.q_dim() * 4 * (1 + max_chunks_)) +
+  const int64_t buffers_b = int64_t{max_rows_} * (n_max * 4 + c.n_embd * 2 + c.q_dim() * 4 * (1 + max_chunks_)) +
                             int64_t{16} * max_batch_ * n_max * 4 + int64_t{4} * max_batch_ * c.n_vocab * 4 +
                             int64_t{2} * c.n_ff * c.n_embd * 2 +
                             rope_table_entries(rope_of(c), context_tokens_) * static_cast<int64_t>(sizeof(float2)) +
@@ -150,6 +150,9 @@ void CudaBackend::allocate_buffers(int64_t kv_tokens) {
   h_ff_ = DeviceBuffer<__half>(static_cast<size_t>(max_rows_) * h_stride_);
   CHORUS_CUDA_CHECK(cudaMemset(h_.get(), 0, h_.size_bytes()));
   CHORUS_CUDA_CHECK(cudaMemset(h_ff_.get(), 0, h_ff_.size_bytes()));
+  xw_stride_ = static_cast<int32_t>(round_up(c.n_embd, kTileElems));
+  xw_ = DeviceBuffer<__half>(static_cast<size_t>(max_rows_) * xw_stride_);
+  CHORUS_CUDA_CHECK(cudaMemset(xw_.get(), 0, xw_.size_bytes()));
 
   // Widest product: q|k|v, the (interleaved, padded) gate|up pair, or n_embd.
   int64_t ff_cols = 2 * c.n_ff, max_w = 0, max_row_blocks = 0;

@@ -97,13 +97,17 @@ class CudaBackend final : public Backend {
   };
   void enqueue_gemv(const GemvCall& call, int32_t n_rows);
   GemvParams gemv_params(const GemvCall& call, int32_t n_rows, int first, int last, int32_t col) const;
-  void enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, GemvSplitShape split, int32_t spread_min_rows,
-                             int32_t n_rows, const char* label);
-  // The normalized residual rows [row_begin, +n_rows) as a GEMV input: fused into the GEMV's
-  // staging for few rows, else normalized once into h_ by a pass (same f16 values either way).
+  // next_norm_w: the weights of the RMSNorm that reads the new residual (norm_from_producer).
+  void enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, const float* next_norm_w, GemvSplitShape split,
+                             int32_t spread_min_rows, int32_t n_rows, const char* label);
+  // The normalized residual rows [row_begin, +n_rows) as a GEMV input. With norm_from_producer:
+  // the f16(x w) rows the residual's producer wrote into xw_ for these same weights (the
+  // caller's norm_w, wired by enqueue_layers_gemv), scaled by 1 / rms behind the product.
+  // Else fused into the GEMV's staging for few rows, or normalized once into h_ by a pass
+  // (same f16 values either way).
   GemvInput norm_input(const float* norm_w, int32_t n_rows, int32_t row_begin = 0);
   GemvInput half_input(const __half* x) const;
-  GemvOutput residual_output() const;
+  GemvOutput residual_output(const float* next_norm_w) const;
 
   // The rows of one prefill pass: consecutive chunks of different sequences.
   struct PackedChunk {
@@ -125,7 +129,7 @@ class CudaBackend final : public Backend {
   // One pass of prefill_batch: uploads the chunks' rows, runs the layers, returns logits and
   // samples. Synchronizes before returning (the pinned inputs are reused by the next pass).
   void run_prefill_pass(std::span<const PrefillChunk* const> chunks, std::span<PrefillResult* const> out);
-  // Copies the residual rows (and their sums of squares) `rows[i]` to row i, i ascending,
+  // Copies the residual rows (their sums of squares and f16 norm inputs) `rows[i]` to row i, i ascending,
   // rows[i] >= i: the last rows of the chunks that sample, gathered for one LM head launch.
   void gather_rows(std::span<const int32_t> rows);
   void enqueue_matmul_gemm(const DeviceMatrix* const* mats, int n_mats, const __half* x, int32_t n_rows,
@@ -169,6 +173,8 @@ class CudaBackend final : public Backend {
   int32_t ss_stride_ = 0;
   DeviceBuffer<__half> h_;          // [max_rows][h_stride]: attention output / normalized rows (GEMM route)
   DeviceBuffer<__half> h_ff_;       // [max_rows][h_stride], SwiGLU output (the down projection's input)
+  DeviceBuffer<__half> xw_;         // [max_rows][xw_stride]: f16(x_ * next norm's weights) (norm_from_producer)
+  int32_t xw_stride_ = 0;
   int32_t h_stride_ = 0;
   DeviceBuffer<float> mm_out_;      // [max_rows][mm_stride]: q|k|v, gate|up, GEMM outputs
   int32_t mm_stride_ = 0;

@@ -1,9 +1,11 @@
 // The forward pass of CudaBackend: what one step enqueues. Two routes through the layers:
 //   GEMV (<= 32 rows: decode steps, short prompt chunks): per layer a QKV product with the
-//   attention RMSNorm fused in front, attention, an output product that adds into the residual
+//   attention RMSNorm in front, attention, an output product that adds into the residual
 //   stream, a gate/up product with the FFN RMSNorm in front and SwiGLU behind, and a down
 //   product that adds into the residual stream (4 GEMV launches, one more per extra weight
-//   type). Norm scales travel as per-64-column sums of squares (gemv.h).
+//   type). Norm scales travel as per-64-column sums of squares (gemv.h); by default the
+//   residual's producer also writes f16(x w) for the next norm and the GEMV behind the norm
+//   applies the rows' scales after its product (CudaTuning::norm_from_producer).
 //   GEMM (longer prompt chunks): f16 dequantization + cuBLASLt per matrix, then the separate
 //   row kernels (layer_ops.h) and the tiled prefill attention.
 #include <algorithm>
@@ -40,6 +42,15 @@ GemvOutput sum_output(float* out, int32_t stride) {
 GemvInput CudaBackend::norm_input(const float* norm_w, int32_t n_rows, int32_t row_begin) {
   const ModelConfig& c = model_->config;
   GemvInput in;
+  if (tuning_.norm_from_producer != 0) {
+    in.kind = GemvIn::HalfRowScaled;
+    in.x = xw_.get() + static_cast<int64_t>(row_begin) * xw_stride_;
+    in.x_stride = xw_stride_;
+    in.ss = ss_.get() + static_cast<int64_t>(row_begin) * ss_stride_;
+    in.ss_stride = ss_stride_;
+    in.eps = c.rms_eps;
+    return in;
+  }
   in.kind = GemvIn::NormF32;
   in.resid = x_.get() + static_cast<int64_t>(row_begin) * c.n_embd;
   in.resid_stride = c.n_embd;
@@ -67,13 +78,18 @@ GemvInput CudaBackend::half_input(const __half* x) const {
   return in;
 }
 
-GemvOutput CudaBackend::residual_output() const {
+GemvOutput CudaBackend::residual_output(const float* next_norm_w) const {
   GemvOutput o;
   o.kind = GemvOut::Residual;
   o.out = x_.get();
   o.out_stride = model_->config.n_embd;
   o.ss = ss_.get();
   o.ss_stride = ss_stride_;
+  if (tuning_.norm_from_producer != 0) {
+    o.xw_h = xw_.get();
+    o.xw_h_stride = xw_stride_;
+    o.xw_norm_w = next_norm_w;
+  }
   return o;
 }
 
@@ -163,6 +179,11 @@ void CudaBackend::enqueue_embed(int32_t n_rows) {
   p.out_stride = c.n_embd;
   p.ss = ss_.get();
   p.ss_stride = ss_stride_;
+  if (tuning_.norm_from_producer != 0) {
+    p.xw_h = xw_.get();
+    p.xw_h_stride = xw_stride_;
+    p.norm_w = weights_.layers[0].attn_norm.get();
+  }
   launch_embed_rows(e.type, p, stream_->get());
 }
 
@@ -264,7 +285,7 @@ void CudaBackend::enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, RowKi
     enqueue_gemv(qkv, n_rows);
     enqueue_attention_gemv(il, n_rows, grid_chunks, kind);
 
-    enqueue_residual_gemv(L.wo, h_.get(), split_o_, tuning_.gemv_spread.o, n_rows, "o");
+    enqueue_residual_gemv(L.wo, h_.get(), L.ffn_norm.get(), split_o_, tuning_.gemv_spread.o, n_rows, "o");
 
     GemvCall ffn;
     ffn.in = norm_input(L.ffn_norm.get(), n_rows);
@@ -296,7 +317,9 @@ void CudaBackend::enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, RowKi
       launch_swiglu(sw, stream_->get());
     }
 
-    enqueue_residual_gemv(L.w_down, h_ff_.get(), split_down_, tuning_.gemv_spread.down, n_rows, "down");
+    const float* next_norm = il + 1 < c.n_layers ? weights_.layers[static_cast<size_t>(il) + 1].attn_norm.get()
+                                                 : weights_.output_norm.get();
+    enqueue_residual_gemv(L.w_down, h_ff_.get(), next_norm, split_down_, tuning_.gemv_spread.down, n_rows, "down");
   }
 }
 
@@ -306,13 +329,14 @@ void CudaBackend::set_tuning(const CudaTuning& t) {
 }
 
 // residual += m x for f16 rows x (the attention output or the SwiGLU output).
-void CudaBackend::enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, GemvSplitShape split,
-                                        int32_t spread_min_rows, int32_t n_rows, const char* label) {
+void CudaBackend::enqueue_residual_gemv(const DeviceMatrix& m, const __half* x, const float* next_norm_w,
+                                        GemvSplitShape split, int32_t spread_min_rows, int32_t n_rows,
+                                        const char* label) {
   GemvCall call;
   call.mats[0] = &m;
   call.n_mats = 1;
   call.in = half_input(x);
-  call.out = residual_output();
+  call.out = residual_output(next_norm_w);
   call.split = split;
   call.part_stride = model_->config.n_embd;
   call.label = label;
@@ -405,8 +429,12 @@ void CudaBackend::enqueue_layers_gemm(int32_t n_rows, std::span<const PackedChun
 
     const DeviceMatrix* down[1] = {&L.w_down};
     enqueue_matmul_gemm(down, 1, h_ff_.get(), n_rows, mm_stride_);
-    rn.norm_w = il + 1 < c.n_layers ? weights_.layers[static_cast<size_t>(il) + 1].attn_norm.get()
-                                    : weights_.output_norm.get();
+    const bool last = il + 1 == c.n_layers;
+    rn.norm_w = last ? weights_.output_norm.get() : weights_.layers[static_cast<size_t>(il) + 1].attn_norm.get();
+    if (last && tuning_.norm_from_producer != 0) {  // the LM head's input (norm_input)
+      rn.xw_h = xw_.get();
+      rn.xw_h_stride = xw_stride_;
+    }
     launch_residual_norm(rn, s);
   }
 }

@@ -338,6 +338,11 @@ void CudaBackend::gather_rows(std::span<const int32_t> rows) {
     CHORUS_CUDA_CHECK(cudaMemcpyAsync(ss_.get() + static_cast<int64_t>(to) * ss_stride_,
                                       ss_.get() + static_cast<int64_t>(from) * ss_stride_,
                                       sizeof(float) * ss_stride_, cudaMemcpyDeviceToDevice, s));
+    if (tuning_.norm_from_producer != 0) {
+      CHORUS_CUDA_CHECK(cudaMemcpyAsync(xw_.get() + static_cast<int64_t>(to) * xw_stride_,
+                                        xw_.get() + static_cast<int64_t>(from) * xw_stride_,
+                                        sizeof(__half) * xw_stride_, cudaMemcpyDeviceToDevice, s));
+    }
   }
 }
 

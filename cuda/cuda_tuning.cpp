@@ -26,6 +26,7 @@ constexpr Field kFields[] = {
     {"gemv_pair_max_rows", &CudaTuning::gemv_pair_max_rows},
     {"gemm_ref_rows", &CudaTuning::gemm_ref_rows},
     {"norm_pass_min_rows", &CudaTuning::norm_pass_min_rows},
+    {"norm_from_producer", &CudaTuning::norm_from_producer},
 };
 // The fields of one value per GEMV launch kind (Q.O.U.D), each with the example its error gives.
 struct PerGemvField {

@@ -85,6 +85,13 @@ struct CudaTuning {
   // (H100) the pass wins only for the 1B (+2 %): the 8B (-5 %) and SmolLM2 (-4 %) lose, so no
   // width rule fits (perf-notes v22c).
   int32_t norm_pass_min_rows = 3;
+  // 1: the residual's producer (the o and down GEMVs, the embedding lookup) also writes
+  // f16(residual * the next norm's weights), and the GEMVs behind a norm stage those rows like
+  // any f16 input and scale their outputs by each row's 1 / rms (GemvIn::HalfRowScaled): no
+  // pass launch at any N (norm_pass_min_rows is then unused) and no normalization inside the
+  // blocks. 0: the pass or the fused normalized input, as norm_pass_min_rows says. The f16
+  // values differ between the two (rounded before or after the row's scale), so tokens may too.
+  int32_t norm_from_producer = 1;
 };
 
 // Applies "key=value,key=value" to base: keys are CudaTuning's field names, values

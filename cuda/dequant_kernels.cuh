@@ -67,6 +67,11 @@ __global__ void embed_kernel(const EmbedParams p) {
       const float2 f = __half22float2(v[j]);
       if (c < p.n_cols) { dst[c] = f.x; sq += f.x * f.x; }
       if (c + 1 < p.n_cols) { dst[c + 1] = f.y; sq += f.y * f.y; }
+      if (p.xw_h != nullptr) {
+        __half* xw = p.xw_h + static_cast<int64_t>(i) * p.xw_h_stride;
+        if (c < p.n_cols) xw[c] = __float2half_rn(f.x * p.norm_w[c]);
+        if (c + 1 < p.n_cols) xw[c + 1] = __float2half_rn(f.y * p.norm_w[c + 1]);
+      }
     }
     if (p.ss != nullptr && 64 * part < p.n_cols) p.ss[static_cast<int64_t>(i) * p.ss_stride + part] = sq;
   }

@@ -54,12 +54,18 @@ void check_params(const GemvParams& p) {
     fail("cluster reduction of " + std::to_string(p.split.n_splits) + " splits");
   }
   if (p.out.kind == GemvOut::Logits && p.split.n_splits != 1) fail("logits take one split");
-  if (p.in.kind == GemvIn::Half && static_cast<int64_t>(p.n_seqs) * p.in.x_stride >= INT32_MAX) {
+  if (gemv_x_half(p.in) && static_cast<int64_t>(p.n_seqs) * p.in.x_stride >= INT32_MAX) {
     fail("activation rows of " + std::to_string(p.in.x_stride) + " elements: the kernel's offsets are 32-bit");
   }
   if (p.out.kind == GemvOut::Residual && p.out.ss == nullptr) fail("residual output without sums of squares");
   if (p.in.kind == GemvIn::NormF32 && (p.in.resid == nullptr || p.in.ss == nullptr || p.in.norm_w == nullptr)) {
     fail("normalized input without residual rows, sums of squares or weights");
+  }
+  if (p.in.kind == GemvIn::HalfRowScaled && (p.in.x == nullptr || p.in.ss == nullptr)) {
+    fail("row-scaled input without its f16 rows or sums of squares");
+  }
+  if (p.out.xw_h != nullptr && (p.out.kind != GemvOut::Residual || p.out.xw_norm_w == nullptr)) {
+    fail("a next-norm input needs a residual output and the norm's weights");
   }
 }
 

@@ -66,6 +66,12 @@ __host__ __device__ constexpr int gemv_x_tile_stride(int n_seqs, bool tma) {
 enum class GemvIn : int32_t {
   Half,     // x: f16 rows
   NormF32,  // RMSNorm(residual rows) * norm weights, rounded to f16
+  // x: f16(residual * norm weights) rows as the residual's producer wrote them
+  // (GemvOutput::xw_h), staged like Half; each output is then scaled by its row's 1 / rms from
+  // the sums of squares (ss), after the product. RMSNorm is linear in the row's scale, so this
+  // is the normalized product without a whole-row dependency between the producer's last
+  // column and the first f16 value: no pass launch, no normalization in every block.
+  HalfRowScaled,
 };
 
 enum class GemvOut : int32_t {
@@ -103,14 +109,14 @@ __host__ __device__ __forceinline__ T gemv_mat_entry(const T (&entries)[kGemvMax
 
 struct GemvInput {
   GemvIn kind = GemvIn::Half;
-  const __half* x = nullptr;  // Half: [n_seqs][x_stride]
+  const __half* x = nullptr;  // Half, HalfRowScaled: [n_seqs][x_stride]
   int32_t x_stride = 0;
   const float* resid = nullptr;  // NormF32: [n_seqs][resid_stride], K columns
   int32_t resid_stride = 0;
-  const float* ss = nullptr;  // NormF32: [n_seqs][ss_stride] sums of squares per 64 columns
+  const float* ss = nullptr;  // NormF32, HalfRowScaled: [n_seqs][ss_stride] sums of squares per 64 columns
   int32_t ss_stride = 0;
   const float* norm_w = nullptr;  // NormF32: [K]
-  float eps = 1e-5f;
+  float eps = 1e-5f;  // NormF32, HalfRowScaled
 };
 
 // How the split partials of one 64-row block come together (outputs other than Partials).
@@ -138,6 +144,11 @@ struct GemvOutput {
   int32_t out_stride = 0;
   float* ss = nullptr;  // Residual: [n_seqs][ss_stride]
   int32_t ss_stride = 0;
+  // Residual, optional: the next RMSNorm's input for GemvIn::HalfRowScaled,
+  // xw_h[seq][col] = f16(new residual * xw_norm_w[col]).
+  __half* xw_h = nullptr;
+  int32_t xw_h_stride = 0;
+  const float* xw_norm_w = nullptr;
   __half* out_h = nullptr;  // SwiGlu: [n_seqs][out_h_stride]
   int32_t out_h_stride = 0;
   int32_t n_ff = 0;             // SwiGlu: outputs per row
@@ -189,7 +200,10 @@ struct GemvParams {
 // Whether the kernel stages this input asynchronously into two chunk buffers, by the copy
 // engine or cp.async (f16 rows whose 8-element vectors are 16-byte aligned); otherwise through
 // registers into one buffer.
-__host__ __device__ inline bool gemv_x_async(const GemvInput& in) { return in.kind == GemvIn::Half && in.x_stride % 8 == 0; }
+__host__ __device__ inline bool gemv_x_half(const GemvInput& in) {
+  return in.kind == GemvIn::Half || in.kind == GemvIn::HalfRowScaled;
+}
+__host__ __device__ inline bool gemv_x_async(const GemvInput& in) { return gemv_x_half(in) && in.x_stride % 8 == 0; }
 
 // Split count for a matrix group: depends on the shape and the device only, never on M.
 // Also returns tiles_per_split such that every split has at least one tile.
@@ -246,6 +260,10 @@ struct EmbedParams {
   int32_t out_stride = 0;
   float* ss = nullptr;
   int32_t ss_stride = 0;
+  // Optional: xw_h[i][c] = f16(out[i][c] * norm_w[c]), the first layer's GemvIn::HalfRowScaled input.
+  __half* xw_h = nullptr;
+  int32_t xw_h_stride = 0;
+  const float* norm_w = nullptr;
 };
 void launch_embed_rows(TensorType type, const EmbedParams& p, cudaStream_t stream);
 

@@ -63,6 +63,12 @@ __device__ __forceinline__ void for_each_acc(const BlockRows& br, int n_seqs, in
   }
 }
 
+// A new residual value's share of the next RMSNorm's input (GemvOutput::xw_h), where asked.
+__device__ __forceinline__ void store_xw(const GemvParams& p, int n, int col, float v) {
+  if (p.out.xw_h == nullptr) return;
+  p.out.xw_h[static_cast<int64_t>(n) * p.out.xw_h_stride + col] = __float2half_rn(v * p.out.xw_norm_w[col]);
+}
+
 // One 64-row unit of the block (`br` starts at it, its values at vals[n * vals_stride + r]).
 // x += v for the unit's 64 columns, then the sum of squares of the new values of these
 // columns (one 64-column group) in a fixed tree: lanes hold columns (lane, lane + 32).
@@ -95,6 +101,7 @@ __device__ inline void epilogue_residual(const GemvParams& p, const BlockRows& b
         const float v = old[j] + *val;
         *x[j] = v;
         sq = v * v;
+        store_xw(p, e / kGemvRowsPerBlock, br.col_begin + br.row0 + e % kGemvRowsPerBlock, v);
       }
       *val = sq;
     }
@@ -335,6 +342,7 @@ __device__ inline void cluster_finish(const GemvParams& p, const BlockRows& br, 
           const float v = old[b][h] + s;
           *dst = v;
           sq[h] = v * v;
+          store_xw(p, n, br.col_begin + row, v);
         } else {
           *dst = s + (br.bias ? br.bias[row] : 0.0f);
         }

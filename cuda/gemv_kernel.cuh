@@ -10,8 +10,10 @@
 // kernel drains. Activations are staged once per chunk of tiles for the whole block: f16 rows
 // by the copy engine (a tensor-map box per tile; 16-byte cp.async for one row, or where K is
 // not a multiple of 64) into two buffers, the next chunk landing while the warps multiply the current one;
-// normalized f32 rows (used for few rows only, see gemv.h) through registers. Past 8 rows by
-// the copy engine, splits of several tiles use a ring of one-tile buffers instead, recycled
+// normalized f32 rows (used for few rows only, see gemv.h) through registers; f16 rows of a
+// residual times its norm weights (GemvIn::HalfRowScaled) like f16 rows, their 1 / rms applied
+// to the accumulators. Past 8 rows by the copy engine, splits of several tiles use a ring of
+// one-tile buffers instead, recycled
 // without block barriers (the ring, below). Q4_K tiles take the integer-exact route of
 // gemv_q4k_exact.cuh.
 #include <cuda_fp16.h>
@@ -218,6 +220,23 @@ __device__ inline void load_rstd(const GemvParams& p, float* rstd) {
   __syncthreads();
 }
 
+// GemvIn::HalfRowScaled: each accumulator times its activation row's 1 / rms (rstd, from
+// load_rstd), before any split is added or output written, so every reduction route and every
+// M scale alike. Lane (g, t) holds activation rows 2t, 2t + 1 of each column group.
+template <int kNT>
+__device__ __forceinline__ void scale_acc_rows(const GemvParams& p, const float* rstd, int lane, float (&acc)[kNT][4]) {
+  if (p.in.kind != GemvIn::HalfRowScaled) return;
+  const int t = lane & 3;
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int n = nt * 8 + 2 * t + (j & 1);
+      acc[nt][j] *= n < p.n_seqs ? rstd[n] : 0.0f;
+    }
+  }
+}
+
 // One tile of the warp's 16 rows against every activation row: lane (g, t) dequantizes part t
 // of rows g and g+8, chunk c giving the A fragments of k-steps 2c and 2c+1. x_lane: the shared
 // address of lane (g, t)'s B granules in this tile with the swizzle in bits 4-6 (x_lane_offset):
@@ -377,6 +396,8 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
       if (threadIdx.x == 0) {
         for (int b = 0; b < n_ring && b < n_my; ++b) issue_x_tile(p, xs + b * tile_stride, ring_full + b, tile_begin + b);
       }
+      // The row scales are needed only after the tiles: their loads go behind the first copies.
+      if (p.in.kind == GemvIn::HalfRowScaled) load_rstd(p, rstd_s);
       int b = 0;
       uint32_t phase = 0;
       for (int i = 0; i < n_my; ++i) {
@@ -416,6 +437,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
         }
       }
       trace_phase(p.trace, 2);
+      scale_acc_rows<kNT>(p, rstd_s, lane, acc);
       gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s, nullptr, smem);
       return;
     }
@@ -442,6 +464,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
     }
   };
   if (async_x && n_my > 0) stage_async(0, tile_begin, min(chunk, n_my));
+  if (p.in.kind == GemvIn::HalfRowScaled) load_rstd(p, rstd_s);  // behind the first chunk's copies
   for (int c0 = 0, ci = 0; c0 < n_my; c0 += chunk, ++ci) {
     const int n_chunk = min(chunk, n_my - c0);
     uint8_t* xc = xs + (async_x ? (ci & 1) * buf_bytes : 0);
@@ -487,6 +510,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
     }
   }
   trace_phase(p.trace, 2);
+  scale_acc_rows<kNT>(p, rstd_s, lane, acc);
   gemv_epilogue<kNT, S::kBlockRows>(p, br, acc, reinterpret_cast<float*>(xs), last_s, old_s, smem);
 }
 

@@ -62,6 +62,10 @@ __global__ void __launch_bounds__(kRowThreads) residual_norm_kernel(const Residu
   __half* out = p.out + static_cast<int64_t>(row) * p.out_stride;
 #pragma unroll 4
   for (int i = threadIdx.x; i < p.n_embd; i += kRowThreads) out[i] = __float2half_rn(x[i] * rstd * p.norm_w[i]);
+  if (p.xw_h != nullptr) {
+    __half* xw = p.xw_h + static_cast<int64_t>(row) * p.xw_h_stride;
+    for (int i = threadIdx.x; i < p.n_embd; i += kRowThreads) xw[i] = __float2half_rn(x[i] * p.norm_w[i]);
+  }
   // block_sum's barriers made every thread's x writes visible; a thread per 64 columns.
   if (p.ss != nullptr) {
     for (int g = threadIdx.x; g * 64 < p.n_embd; g += kRowThreads) {

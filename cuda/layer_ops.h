@@ -32,6 +32,8 @@ struct ResidualNormParams {
   int32_t out_stride = 0;
   float* ss = nullptr;          // [n_rows][ss_stride] or null
   int32_t ss_stride = 0;
+  __half* xw_h = nullptr;       // or null: [n_rows][xw_h_stride] f16(x * norm_w), GemvIn::HalfRowScaled's input
+  int32_t xw_h_stride = 0;
   int32_t n_embd = 0;
   int32_t n_rows = 0;
 };

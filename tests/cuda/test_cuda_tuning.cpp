@@ -45,6 +45,7 @@ TEST(CudaTuningText, FormatParsesBackToTheSameSetting) {
   a.gemv_spread = {0, 17, 12, 33};
   a.gemm_ref_rows = 128;
   a.norm_pass_min_rows = 1;
+  a.norm_from_producer = 0;
   const std::string text = format_cuda_tuning(a);
   auto b = parse_cuda_tuning(text, CudaTuning{});
   ASSERT_TRUE(b) << b.message();
@@ -56,6 +57,7 @@ TEST(CudaTuningText, FormatParsesBackToTheSameSetting) {
   EXPECT_EQ(b->gemv_x_budget_bytes, 16384);
   EXPECT_EQ(b->gemm_ref_rows, 128);
   EXPECT_EQ(b->norm_pass_min_rows, 1);
+  EXPECT_EQ(b->norm_from_producer, 0);
   EXPECT_EQ(b->attn_row_max_rows, 7);
   EXPECT_EQ(b->attn_row_warps, 12);
   EXPECT_EQ(b->attn_row_split_max_rows, 2);
