@@ -210,11 +210,33 @@ __device__ inline void stage_x_tma(const GemvParams& p, uint8_t* xs, uint64_t* b
   for (int j = 0; j < n_tiles; ++j) tma_load_3d(xs + j * tile_stride, &p.x_map, 0, (tile0 + j) * 4, 0, bar);
 }
 
-// 1 / rms of each row from the producer's per-64-column sums of squares (a warp per row).
+// 1 / rms of each row from the producer's per-64-column sums of squares: warp w takes rows
+// w, w + n_warps, ... (up to kGemvMaxSeqs / kGemvWarps of them) and issues the loads of all
+// of them before adding any, so the block waits one memory latency, not one per row (a
+// row at a time cost the 8-warp blocks four round trips at M = 32 before their first tile).
+// Each row is summed as row_rstd_from_ss sums it: the same bits.
 __device__ inline void load_rstd(const GemvParams& p, float* rstd) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  for (int n = warp; n < p.n_seqs; n += blockDim.x >> 5) {
-    const float r = row_rstd_from_ss(p.in.ss + static_cast<int64_t>(n) * p.in.ss_stride, p.mats.k_elems, p.in.eps, lane);
+  constexpr int kMaxRowsPerWarp = kGemvMaxSeqs / kGemvWarps;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n_warps = blockDim.x >> 5;
+  const int n_groups = (p.mats.k_elems + kNormGroup - 1) / kNormGroup;
+  float s[kMaxRowsPerWarp];
+#pragma unroll
+  for (int j = 0; j < kMaxRowsPerWarp; ++j) s[j] = 0.0f;
+  for (int g = lane; g < n_groups; g += 32) {
+    float v[kMaxRowsPerWarp];
+#pragma unroll
+    for (int j = 0; j < kMaxRowsPerWarp; ++j) {
+      const int n = warp + j * n_warps;
+      v[j] = n < p.n_seqs ? p.in.ss[static_cast<int64_t>(n) * p.in.ss_stride + g] : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < kMaxRowsPerWarp; ++j) s[j] += v[j];
+  }
+#pragma unroll
+  for (int j = 0; j < kMaxRowsPerWarp; ++j) {
+    const int n = warp + j * n_warps;
+    if (n >= p.n_seqs) break;  // warp-uniform
+    const float r = rsqrtf(warp_sum(s[j]) / static_cast<float>(p.mats.k_elems) + p.in.eps);
     if (lane == 0) rstd[n] = r;
   }
   __syncthreads();

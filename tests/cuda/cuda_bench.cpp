@@ -17,7 +17,7 @@
 // default) change the rounding, so their rows "sQ.O.U.D N ..." compare against solo runs
 // under the same splits. Each --tuning=SPEC (a CHORUS_CUDA_TUNING spec, cuda_tuning.h; one
 // setting a flag, any fields) gives rows "[SPEC] N ...", against solo runs under SPEC where it
-// changes the splits.
+// changes the rounding (the splits, norm_from_producer).
 // With --trace, each N's 128 decode steps run once more with the step trace on
 // (cuda/step_trace.h; builds with -DCHORUS_CUDA_STEP_TRACE=ON), and where the steps' time went
 // inside the graph is printed per launch kind (those steps' tok/s are not reported: every
@@ -500,17 +500,19 @@ int main(int argc, char** argv) {
   auto solo_runs = [&] {
     for (int s = 0; s < max_n; ++s) solo[static_cast<size_t>(s)] = generate(**b, prompts, {s}).tokens[0];
   };
-  // The decode rows under a spec (checked above). Split counts change the rounding, so where
-  // the spec changes them the rows compare against solo runs under the same splits.
+  // The decode rows under a spec (checked above). Split counts and where the norms' f16 inputs
+  // are rounded (norm_from_producer) change the rounding, so where the spec changes them the
+  // rows compare against solo runs under the same setting.
   auto spec_rows = [&](const std::string& spec, const std::string& prefix) {
     const cuda::CudaTuning t = *cuda::parse_cuda_tuning(spec, defaults);
-    const bool new_splits = t.gemv_splits != defaults.gemv_splits;
-    if (new_splits) {
+    const bool new_rounding =
+        t.gemv_splits != defaults.gemv_splits || t.norm_from_producer != defaults.norm_from_producer;
+    if (new_rounding) {
       (*b)->set_tuning(t);
       solo_runs();
     }
     tuned_rows(t, prefix);
-    if (new_splits) solo_runs();  // the defaults' again, for the rows after these
+    if (new_rounding) solo_runs();  // the defaults' again, for the rows after these
   };
   for (const std::string& spec : tuning_specs) spec_rows(spec, "[" + spec + "] ");
   // Rows "sQ.O.U.D N ...".
