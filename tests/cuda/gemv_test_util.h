@@ -99,6 +99,23 @@ struct Rig {
   }
 };
 
+// An embedding lookup of n_tokens token ids (on the device) from a table of k-column rows:
+// rows out [n_tokens][k] and their sums of squares ss [n_tokens][ceil(k / 64)].
+inline EmbedParams embed_params(const Problem& table, const int32_t* tokens, int n_tokens, float* out, float* ss) {
+  EmbedParams ep;
+  ep.table = table.dm.ptr();
+  ep.n_tiles = table.dm.n_tiles;
+  ep.record_bytes = table.dm.record_bytes;
+  ep.n_cols = static_cast<int32_t>(table.k);
+  ep.tokens = tokens;
+  ep.n_tokens = n_tokens;
+  ep.out = out;
+  ep.out_stride = static_cast<int32_t>(table.k);
+  ep.ss = ss;
+  ep.ss_stride = static_cast<int32_t>((table.k + 63) / 64);
+  return ep;
+}
+
 inline std::vector<uint16_t> random_x_half(int rows, int64_t k, int64_t stride, std::mt19937& rng) {
   std::vector<uint16_t> x(static_cast<size_t>(rows * stride), 0);
   std::normal_distribution<float> nd(0.0f, 1.0f);

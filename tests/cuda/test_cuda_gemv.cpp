@@ -148,18 +148,7 @@ TEST_P(GemvTest, DequantF16AndEmbedMatchCpu) {
   const auto tok = to_device(tokens);
   const int64_t n_groups = (k + 63) / 64;
   DeviceBuffer<float> rows(tokens.size() * k), ss(tokens.size() * n_groups);
-  EmbedParams ep;
-  ep.table = pr.dm.ptr();
-  ep.n_tiles = pr.dm.n_tiles;
-  ep.record_bytes = pr.dm.record_bytes;
-  ep.n_cols = static_cast<int32_t>(k);
-  ep.tokens = tok.get();
-  ep.n_tokens = static_cast<int32_t>(tokens.size());
-  ep.out = rows.get();
-  ep.out_stride = static_cast<int32_t>(k);
-  ep.ss = ss.get();
-  ep.ss_stride = static_cast<int32_t>(n_groups);
-  launch_embed_rows(type, ep, nullptr);
+  launch_embed_rows(type, embed_params(pr, tok.get(), static_cast<int>(tokens.size()), rows.get(), ss.get()), nullptr);
   const auto e = to_host(rows);
   const auto sums = to_host(ss);
   for (size_t t = 0; t < tokens.size(); ++t) {

@@ -159,17 +159,7 @@ TEST(GemvRowScaledInputs, EmbeddingAndResidualNormWriteTheNormInput) {
   DeviceBuffer<float> x(static_cast<size_t>(rows * k)), ss(static_cast<size_t>(rows * n_groups));
   DeviceBuffer<__half> xw(static_cast<size_t>(rows * stride)), normed(static_cast<size_t>(rows * k));
   CHORUS_CUDA_CHECK(cudaMemset(xw.get(), 0xff, xw.size_bytes()));
-  EmbedParams ep;
-  ep.table = table.dm.ptr();
-  ep.n_tiles = table.dm.n_tiles;
-  ep.record_bytes = table.dm.record_bytes;
-  ep.n_cols = static_cast<int32_t>(k);
-  ep.tokens = tok.get();
-  ep.n_tokens = rows;
-  ep.out = x.get();
-  ep.out_stride = static_cast<int32_t>(k);
-  ep.ss = ss.get();
-  ep.ss_stride = static_cast<int32_t>(n_groups);
+  EmbedParams ep = embed_params(table, tok.get(), rows, x.get(), ss.get());
   ep.xw_h = xw.get();
   ep.xw_h_stride = static_cast<int32_t>(stride);
   ep.norm_w = d_w.get();
