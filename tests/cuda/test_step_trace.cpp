@@ -8,6 +8,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <utility>
 
 #include "cuda/cuda_backend.h"
 #include "cuda/step_trace.h"
@@ -214,12 +215,16 @@ TEST(StepTraceGpu, StampsEveryLaunchInChainOrderAndChangesNoBits) {
     return;
   }
   for (GraphMode mode : {GraphMode::Replay, GraphMode::Eager}) {
-    for (int n : {1, 4}) {  // 4 rows: the norm pass is a launch of its own
+    // 4 rows with the norms normalized in front of the product (norm_from_producer=0): the
+    // norm pass is a launch of its own. The default (the producer's f16 rows) has none.
+    for (const auto [n, from_producer] : {std::pair{1, 1}, std::pair{4, 1}, std::pair{4, 0}}) {
+      const bool pass = from_producer == 0 && n >= 3;
       CudaBackendOptions o;
       o.base.max_batch = 8;
       o.base.context_tokens = 128;
       o.base.kv_cache_tokens = 8 * 128;
       o.graphs = mode;
+      o.tuning.norm_from_producer = from_producer;
       auto b = CudaBackend::create(tiny_model(), o);
       ASSERT_TRUE(b.ok()) << b.message();
       const Decoded plain = decode(**b, n, 6);
@@ -240,9 +245,9 @@ TEST(StepTraceGpu, StampsEveryLaunchInChainOrderAndChangesNoBits) {
         EXPECT_EQ(count["down"], n_layers);
         EXPECT_GE(count["qkv"], n_layers);  // one launch per weight type unless paired
         EXPECT_GE(count["ffn_up"], n_layers);
-        EXPECT_EQ(count["norm"], n < 3 ? 0 : 2 * n_layers + 1);  // a pass before each normalized input
+        EXPECT_EQ(count["norm"], pass ? 2 * n_layers + 1 : 0);  // a pass before each normalized input
         EXPECT_EQ(count["lm_head"], 1);
-        EXPECT_EQ(t.front().label, n < 3 ? "qkv" : "norm");
+        EXPECT_EQ(t.front().label, pass ? "norm" : "qkv");
         EXPECT_EQ(t.back().label, "lm_head");
         EXPECT_GT(t.back().size_bytes, 0);
         for (size_t i = 0; i < t.size(); ++i) {
