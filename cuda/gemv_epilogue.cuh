@@ -63,16 +63,10 @@ __device__ __forceinline__ void for_each_acc(const BlockRows& br, int n_seqs, in
   }
 }
 
-// A new residual value's share of the next RMSNorm's input (GemvOutput::xw_h), where asked:
-// its norm weight is loaded with the old residual value (load_xw_weight), not after the
-// residual's store, which the compiler may not move it above (the pointers could alias) and
-// which cost the adding blocks a round trip.
-__device__ __forceinline__ float load_xw_weight(const GemvParams& p, int col) {
-  return p.out.xw_h != nullptr ? p.out.xw_norm_w[col] : 0.0f;
-}
-__device__ __forceinline__ void store_xw(const GemvParams& p, int n, int col, float v, float w) {
+// A new residual value's share of the next RMSNorm's input (GemvOutput::xw_h), where asked.
+__device__ __forceinline__ void store_xw(const GemvParams& p, int n, int col, float v) {
   if (p.out.xw_h == nullptr) return;
-  p.out.xw_h[static_cast<int64_t>(n) * p.out.xw_h_stride + col] = __float2half_rn(v * w);
+  p.out.xw_h[static_cast<int64_t>(n) * p.out.xw_h_stride + col] = __float2half_rn(v * p.out.xw_norm_w[col]);
 }
 
 // One 64-row unit of the block (`br` starts at it, its values at vals[n * vals_stride + r]).
@@ -86,7 +80,7 @@ __device__ inline void epilogue_residual(const GemvParams& p, const BlockRows& b
   constexpr int kBatch = 4;
   const int total = p.n_seqs * kGemvRowsPerBlock;
   for (int e0 = threadIdx.x; e0 < total; e0 += kBatch * blockDim.x) {
-    float old[kBatch], w[kBatch];
+    float old[kBatch];
     float* x[kBatch];
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
@@ -96,7 +90,6 @@ __device__ inline void epilogue_residual(const GemvParams& p, const BlockRows& b
                  ? p.out.out + static_cast<int64_t>(n) * p.out.out_stride + br.col_begin + row
                  : nullptr;
       old[j] = !x[j] ? 0.0f : (old_s ? old_s[e] : *x[j]);
-      w[j] = !x[j] ? 0.0f : load_xw_weight(p, br.col_begin + row);
     }
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
@@ -108,7 +101,7 @@ __device__ inline void epilogue_residual(const GemvParams& p, const BlockRows& b
         const float v = old[j] + *val;
         *x[j] = v;
         sq = v * v;
-        store_xw(p, e / kGemvRowsPerBlock, br.col_begin + br.row0 + e % kGemvRowsPerBlock, v, w[j]);
+        store_xw(p, e / kGemvRowsPerBlock, br.col_begin + br.row0 + e % kGemvRowsPerBlock, v);
       }
       *val = sq;
     }
@@ -313,7 +306,7 @@ __device__ inline void cluster_finish(const GemvParams& p, const BlockRows& br, 
   const int n_items = kUnits * p.n_seqs;
   // The block's items are rank, rank + n_splits, ...; its j-th goes to warp j % n_warps.
   for (int j0 = warp; rank + j0 * n_splits < n_items; j0 += kBatch * n_warps) {
-    float part[kBatch][2][kGemvMaxClusterSplits], old[kBatch][2], w[kBatch][2];
+    float part[kBatch][2][kGemvMaxClusterSplits], old[kBatch][2];
     int n_of[kBatch], u_of[kBatch];
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
@@ -331,7 +324,6 @@ __device__ inline void cluster_finish(const GemvParams& p, const BlockRows& br, 
         for (int k = 0; k < kGemvMaxClusterSplits; ++k) part[b][h][k] = valid && k < n_splits ? src[k][e] : 0.0f;
         const int64_t at = static_cast<int64_t>(n_of[b]) * p.out.out_stride + br.col_begin + row;
         old[b][h] = valid && residual ? p.out.out[at] : 0.0f;
-        w[b][h] = valid && residual ? load_xw_weight(p, br.col_begin + row) : 0.0f;
       }
     }
 #pragma unroll
@@ -350,7 +342,7 @@ __device__ inline void cluster_finish(const GemvParams& p, const BlockRows& br, 
           const float v = old[b][h] + s;
           *dst = v;
           sq[h] = v * v;
-          store_xw(p, n, br.col_begin + row, v, w[b][h]);
+          store_xw(p, n, br.col_begin + row, v);
         } else {
           *dst = s + (br.bias ? br.bias[row] : 0.0f);
         }

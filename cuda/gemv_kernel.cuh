@@ -46,8 +46,6 @@ struct GemvShape {
   // bytes (Q8_0, F16, F32) keep 4 warps so that their stages fit.
   static constexpr int kWarps = kNT > 1 && kWarpTile <= 4096 ? 2 * kGemvWarps : kGemvWarps;
   static constexpr int kBlockRows = kWarps * kRowGroup;
-  // The most activation rows a warp takes in load_rstd (its 8 kNT rows over the block's warps).
-  static constexpr int kRowsPerWarp = (8 * kNT + kWarps - 1) / kWarps;
   // One row tile (M <= 8): Q4_K (2304 B) 4 stages, Q6_K (3584 B) and up 3, so 4 blocks fit a
   // multiprocessor. More rows: a tile takes kNT times the math, so fewer stages cover the
   // memory latency; the block's stages stay <= 18 KB (Q4_K 3 stages, Q6_K 2) so that with the
@@ -213,16 +211,12 @@ __device__ inline void stage_x_tma(const GemvParams& p, uint8_t* xs, uint64_t* b
 }
 
 // 1 / rms of each row from the producer's per-64-column sums of squares: warp w takes rows
-// w, w + n_warps, ... and issues the loads of all
+// w, w + n_warps, ... (up to kGemvMaxSeqs / kGemvWarps of them) and issues the loads of all
 // of them before adding any, so the block waits one memory latency, not one per row (a
 // row at a time cost the 8-warp blocks four round trips at M = 32 before their first tile).
-// Each row is summed as row_rstd_from_ss sums it: the same bits. sync: end with a block
-// barrier (the staging needs rstd next); GemvIn::HalfRowScaled needs it only after the tiles,
-// where scale_acc_rows waits, so its warps start on their tiles without waiting for each other.
-// kMaxRowsPerWarp: the most rows a warp of the kernel takes (its column groups' rows over its
-// warps), which bounds the registers it holds.
-template <int kMaxRowsPerWarp>
-__device__ inline void load_rstd(const GemvParams& p, float* rstd, bool sync) {
+// Each row is summed as row_rstd_from_ss sums it: the same bits.
+__device__ inline void load_rstd(const GemvParams& p, float* rstd) {
+  constexpr int kMaxRowsPerWarp = kGemvMaxSeqs / kGemvWarps;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n_warps = blockDim.x >> 5;
   const int n_groups = (p.mats.k_elems + kNormGroup - 1) / kNormGroup;
   float s[kMaxRowsPerWarp];
@@ -245,18 +239,15 @@ __device__ inline void load_rstd(const GemvParams& p, float* rstd, bool sync) {
     const float r = rsqrtf(warp_sum(s[j]) / static_cast<float>(p.mats.k_elems) + p.in.eps);
     if (lane == 0) rstd[n] = r;
   }
-  if (sync) __syncthreads();
+  __syncthreads();
 }
 
 // GemvIn::HalfRowScaled: each accumulator times its activation row's 1 / rms (rstd, from
 // load_rstd), before any split is added or output written, so every reduction route and every
-// M scale alike. Lane (g, t) holds activation rows 2t, 2t + 1 of each column group. Every
-// thread of the block calls it (the barrier makes the other warps' rstd visible; the
-// epilogue's first barrier follows at once, so it waits for no one the epilogue would not).
+// M scale alike. Lane (g, t) holds activation rows 2t, 2t + 1 of each column group.
 template <int kNT>
 __device__ __forceinline__ void scale_acc_rows(const GemvParams& p, const float* rstd, int lane, float (&acc)[kNT][4]) {
   if (p.in.kind != GemvIn::HalfRowScaled) return;
-  __syncthreads();
   const int t = lane & 3;
 #pragma unroll
   for (int nt = 0; nt < kNT; ++nt) {
@@ -408,7 +399,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
       prefetch_residual(p, br, old_s);
     }
   }
-  if (p.in.kind == GemvIn::NormF32) load_rstd<S::kRowsPerWarp>(p, rstd_s, true);
+  if (p.in.kind == GemvIn::NormF32) load_rstd(p, rstd_s);
 
   float acc[kNT][4];
 #pragma unroll
@@ -428,7 +419,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
         for (int b = 0; b < n_ring && b < n_my; ++b) issue_x_tile(p, xs + b * tile_stride, ring_full + b, tile_begin + b);
       }
       // The row scales are needed only after the tiles: their loads go behind the first copies.
-      if (p.in.kind == GemvIn::HalfRowScaled) load_rstd<S::kRowsPerWarp>(p, rstd_s, false);
+      if (p.in.kind == GemvIn::HalfRowScaled) load_rstd(p, rstd_s);
       int b = 0;
       uint32_t phase = 0;
       for (int i = 0; i < n_my; ++i) {
@@ -495,7 +486,7 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, const BlockRows&
     }
   };
   if (async_x && n_my > 0) stage_async(0, tile_begin, min(chunk, n_my));
-  if (p.in.kind == GemvIn::HalfRowScaled) load_rstd<S::kRowsPerWarp>(p, rstd_s, false);  // behind the first chunk's copies
+  if (p.in.kind == GemvIn::HalfRowScaled) load_rstd(p, rstd_s);  // behind the first chunk's copies
   for (int c0 = 0, ci = 0; c0 < n_my; c0 += chunk, ++ci) {
     const int n_chunk = min(chunk, n_my - c0);
     uint8_t* xc = xs + (async_x ? (ci & 1) * buf_bytes : 0);
