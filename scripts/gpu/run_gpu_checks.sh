@@ -211,7 +211,7 @@ for k in "${!R[@]}"; do echo "test $k: rc=${R[$k]} ($(grep -A1000 "==== $k ===="
 [ -f "$OUT/probe.txt" ] && grep -E "^(bits|rate) " "$OUT/probe.txt"
 grep -h "cosine" "$LOG" 2>/dev/null
 for m in l1b l8b; do
-  [ -f "$OUT/bench_$m.txt" ] && { echo "-- $m (chorus-cuda-bench)"; grep -E "^([ckxsepnhqrw][0-9.]+ )?[0-9]+ |prefill|batch-inv|tuning:|^reference:|^greedy tokens digest|do not match" "$OUT/bench_$m.txt"; }
+  [ -f "$OUT/bench_$m.txt" ] && { echo "-- $m (chorus-cuda-bench)"; grep -E "^(\[[^]]*\] |[ckxsepnhqrw][0-9.]+ )?[0-9]+ |prefill|batch-inv|tuning:|^reference:|^greedy tokens digest|do not match" "$OUT/bench_$m.txt"; }
   [ -f "$OUT/trace_$m.txt" ] && { echo "-- $m (step trace)"; grep -E "^N=[0-9]+ |^  launch|^  [a-z_]+(:[A-Z0-9_+]+)? +[0-9]" "$OUT/trace_$m.txt"; }
 done
 [ -f "$OUT/enginebench.txt" ] && { echo "-- chorus-bench run"; grep -E "^-- |model|^ *[0-9]+ |batch-invariant" "$OUT/enginebench.txt" | head -40; }
