@@ -20,6 +20,7 @@
 #include "engine/sched/decode_rates.h"
 #include "engine/sched/default_engine.h"
 #include "engine/sched/engine.h"
+#include "engine/sched/engine_stats.h"
 #include "engine/sched/fake_text_codec.h"
 
 namespace {
@@ -233,30 +234,14 @@ struct PhaseMeans {
 // Mean phases of the steady steps: all N decoding and no prompt chunk; all decode steps
 // when there are none.
 PhaseMeans mean_phases(const std::vector<StepRecord>& steps, int n) {
-  PhaseMeans m;
-  for (int pass = 0; pass < 2 && m.n_steps == 0; ++pass) {
+  std::vector<StepRecord> picked;
+  for (int pass = 0; pass < 2 && picked.empty(); ++pass) {
     for (const StepRecord& r : steps) {
       const bool steady = r.n_decode == n && r.n_prefill_tokens == 0;
-      if (pass == 0 ? !steady : r.n_decode == 0) continue;
-      m.t.schedule_us += r.t_schedule_us;
-      m.t.upload_us += r.t_upload_us;
-      m.t.forward_us += r.t_forward_us;
-      m.t.sample_us += r.t_sample_us;
-      m.t.download_us += r.t_download_us;
-      m.t.prefill_us += r.t_prefill_us;
-      m.t.detokenize_us += r.t_detokenize_us;
-      m.t.deliver_us += r.t_deliver_us;
-      m.t.step_us += r.t_step_us;
-      ++m.n_steps;
+      if (pass == 0 ? steady : r.n_decode > 0) picked.push_back(r);
     }
   }
-  if (m.n_steps > 0) {
-    for (double* v : {&m.t.schedule_us, &m.t.upload_us, &m.t.forward_us, &m.t.sample_us,
-                      &m.t.download_us, &m.t.prefill_us, &m.t.detokenize_us, &m.t.deliver_us, &m.t.step_us}) {
-      *v /= static_cast<double>(m.n_steps);
-    }
-  }
-  return m;
+  return {mean_phase_times(picked), static_cast<int64_t>(picked.size())};
 }
 
 void print_header() {

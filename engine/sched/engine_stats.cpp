@@ -26,7 +26,24 @@ StepPhaseTimes from_array(const std::array<double, kPhases>& a) {
   return t;
 }
 
+// Phase sums of n steps as their mean (n > 0).
+StepPhaseTimes mean_of_sums(const std::array<int64_t, kPhases>& sum, int64_t n) {
+  std::array<double, kPhases> a{};
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(sum[i]) / static_cast<double>(n);
+  return from_array(a);
+}
+
 }  // namespace
+
+StepPhaseTimes mean_phase_times(std::span<const StepRecord> records) {
+  if (records.empty()) return {};
+  std::array<int64_t, kPhases> sum{};
+  for (const StepRecord& r : records) {
+    const auto p = phases(r);
+    for (size_t i = 0; i < p.size(); ++i) sum[i] += p[i];
+  }
+  return mean_of_sums(sum, static_cast<int64_t>(records.size()));
+}
 
 StepPhaseTimes to_phase_times(const StepRecord& r) {
   std::array<double, kPhases> a{};
@@ -40,15 +57,18 @@ void StepStats::add_to_mean(const StepRecord& r, int64_t sign) {
   for (size_t i = 0; i < p.size(); ++i) mean_sum_[i] += sign * p[i];
 }
 
+void StepStats::drop_oldest_from_window() {
+  const StepRecord& r = at(window_first_);
+  window_decoded_ -= r.n_decode;
+  window_prefilled_ -= r.n_prefill_tokens;
+  window_prefill_us_ -= r.t_prefill_us;
+  ++window_first_;
+}
+
 void StepStats::add(const StepRecord& r) {
   if (n_steps_ >= kMeanSteps) add_to_mean(at(n_steps_ - kMeanSteps), -1);
   // The slot being overwritten may still be in the rate window; drop it first.
-  if (n_steps_ - window_first_ >= kRing) {
-    window_decoded_ -= at(window_first_).n_decode;
-    window_prefilled_ -= at(window_first_).n_prefill_tokens;
-    window_prefill_us_ -= at(window_first_).t_prefill_us;
-    ++window_first_;
-  }
+  if (n_steps_ - window_first_ >= kRing) drop_oldest_from_window();
   ring_[static_cast<size_t>(n_steps_ % kRing)] = r;
   ++n_steps_;
   add_to_mean(r, +1);
@@ -60,10 +80,7 @@ void StepStats::add(const StepRecord& r) {
   window_prefill_us_ += r.t_prefill_us;
   while (window_first_ < n_steps_ - 1 &&
          at(window_first_).t_start_us + at(window_first_).t_step_us < last_end_us_ - kWindowUs) {
-    window_decoded_ -= at(window_first_).n_decode;
-    window_prefilled_ -= at(window_first_).n_prefill_tokens;
-    window_prefill_us_ -= at(window_first_).t_prefill_us;
-    ++window_first_;
+    drop_oldest_from_window();
   }
 }
 
@@ -74,9 +91,7 @@ StepPhaseTimes StepStats::last() const {
 StepPhaseTimes StepStats::mean() const {
   const int64_t n = std::min<int64_t>(n_steps_, kMeanSteps);
   if (n == 0) return {};
-  std::array<double, kPhases> a{};
-  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(mean_sum_[i]) / n;
-  return from_array(a);
+  return mean_of_sums(mean_sum_, n);
 }
 
 double StepStats::rate(int64_t n, int64_t now_us) const {

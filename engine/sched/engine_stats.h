@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "engine/sched/engine_api.h"
 
@@ -31,6 +32,8 @@ struct StepRecord {
 };
 
 StepPhaseTimes to_phase_times(const StepRecord& r);
+// Mean phase times of `records` (zeros when there are none).
+StepPhaseTimes mean_phase_times(std::span<const StepRecord> records);
 
 class StepStats {
  public:
@@ -58,6 +61,7 @@ class StepStats {
   static constexpr int kRing = 4096;  // must exceed kMeanSteps
   const StepRecord& at(int64_t step) const { return ring_[static_cast<size_t>(step % kRing)]; }
   void add_to_mean(const StepRecord& r, int64_t sign);
+  void drop_oldest_from_window();
   double rate(int64_t n, int64_t now_us) const;
 
   std::array<StepRecord, kRing> ring_{};

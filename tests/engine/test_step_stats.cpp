@@ -1,6 +1,8 @@
 // StepStats: the engine's running figures for the performance panel, on hand-made steps.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "engine/sched/engine_stats.h"
 #include "tests/engine/step_records.h"
 
@@ -54,6 +56,23 @@ TEST(StepStats, TwoPromptStepsInTheWindowPoolTheirTokensAndTime) {
   s.add(make_step(5'000, 20'000, 3, 512, 16'000));
   EXPECT_NEAR(s.prefill_tok_per_s(25'000), 640 * 1e6 / 20'000, 1e-6);
   EXPECT_NEAR(s.mean().prefill_us, 10'000, 1e-9);
+}
+
+// The mean of any records (chorus-bench run's steady steps) is the running mean's arithmetic.
+TEST(StepStats, MeanOfRecordsIsTheRunningMeanOfTheSameSteps) {
+  EXPECT_EQ(mean_phase_times({}).step_us, 0.0);
+  StepStats s;
+  std::vector<StepRecord> records;
+  for (int i = 0; i < 10; ++i) {
+    records.push_back(make_step(i * 10'000, 6'000 + 500 * i, 2, i % 3 == 0 ? 64 : 0, i % 3 == 0 ? 2'000 : 0));
+    s.add(records.back());
+  }
+  const StepPhaseTimes a = mean_phase_times(records), b = s.mean();
+  EXPECT_NEAR(a.step_us, 6'000 + 500 * 4.5, 1e-9);
+  EXPECT_NEAR(a.prefill_us, 4 * 2'000 / 10.0, 1e-9);
+  EXPECT_EQ(a.step_us, b.step_us);
+  EXPECT_EQ(a.forward_us, b.forward_us);
+  EXPECT_EQ(a.prefill_us, b.prefill_us);
 }
 
 }  // namespace
