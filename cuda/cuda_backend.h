@@ -108,6 +108,9 @@ class CudaBackend final : public Backend {
   GemvInput norm_input(const float* norm_w, int32_t n_rows, int32_t row_begin = 0);
   GemvInput half_input(const __half* x) const;
   GemvOutput residual_output(const float* next_norm_w) const;
+  // The weights of the RMSNorm that reads layer il's output: the next layer's attention norm,
+  // or the final norm after the last layer.
+  const float* norm_after_layer(int32_t il) const;
 
   // The rows of one prefill pass: consecutive chunks of different sequences.
   struct PackedChunk {

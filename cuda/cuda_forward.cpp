@@ -78,6 +78,11 @@ GemvInput CudaBackend::half_input(const __half* x) const {
   return in;
 }
 
+const float* CudaBackend::norm_after_layer(int32_t il) const {
+  return il + 1 < model_->config.n_layers ? weights_.layers[static_cast<size_t>(il) + 1].attn_norm.get()
+                                          : weights_.output_norm.get();
+}
+
 GemvOutput CudaBackend::residual_output(const float* next_norm_w) const {
   GemvOutput o;
   o.kind = GemvOut::Residual;
@@ -317,9 +322,8 @@ void CudaBackend::enqueue_layers_gemv(int32_t n_rows, int32_t grid_chunks, RowKi
       launch_swiglu(sw, stream_->get());
     }
 
-    const float* next_norm = il + 1 < c.n_layers ? weights_.layers[static_cast<size_t>(il) + 1].attn_norm.get()
-                                                 : weights_.output_norm.get();
-    enqueue_residual_gemv(L.w_down, h_ff_.get(), next_norm, split_down_, tuning_.gemv_spread.down, n_rows, "down");
+    enqueue_residual_gemv(L.w_down, h_ff_.get(), norm_after_layer(il), split_down_, tuning_.gemv_spread.down, n_rows,
+                          "down");
   }
 }
 
@@ -429,9 +433,8 @@ void CudaBackend::enqueue_layers_gemm(int32_t n_rows, std::span<const PackedChun
 
     const DeviceMatrix* down[1] = {&L.w_down};
     enqueue_matmul_gemm(down, 1, h_ff_.get(), n_rows, mm_stride_);
-    const bool last = il + 1 == c.n_layers;
-    rn.norm_w = last ? weights_.output_norm.get() : weights_.layers[static_cast<size_t>(il) + 1].attn_norm.get();
-    if (last && tuning_.norm_from_producer != 0) {  // the LM head's input (norm_input)
+    rn.norm_w = norm_after_layer(il);
+    if (il + 1 == c.n_layers && tuning_.norm_from_producer != 0) {  // the LM head's input (norm_input)
       rn.xw_h = xw_.get();
       rn.xw_h_stride = xw_stride_;
     }

@@ -13,9 +13,8 @@
 // normalized f32 rows (used for few rows only, see gemv.h) through registers; f16 rows of a
 // residual times its norm weights (GemvIn::HalfRowScaled) like f16 rows, their 1 / rms applied
 // to the accumulators. Past 8 rows by the copy engine, splits of several tiles use a ring of
-// one-tile buffers instead, recycled
-// without block barriers (the ring, below). Q4_K tiles take the integer-exact route of
-// gemv_q4k_exact.cuh.
+// one-tile buffers instead, recycled without block barriers (the ring, below). Q4_K tiles take
+// the integer-exact route of gemv_q4k_exact.cuh.
 #include <cuda_fp16.h>
 
 #include "cuda/bulk_copy.cuh"

@@ -217,7 +217,7 @@ TEST(StepTraceGpu, StampsEveryLaunchInChainOrderAndChangesNoBits) {
   for (GraphMode mode : {GraphMode::Replay, GraphMode::Eager}) {
     // 4 rows with the norms normalized in front of the product (norm_from_producer=0): the
     // norm pass is a launch of its own. The default (the producer's f16 rows) has none.
-    for (const auto [n, from_producer] : {std::pair{1, 1}, std::pair{4, 1}, std::pair{4, 0}}) {
+    for (const auto& [n, from_producer] : {std::pair{1, 1}, std::pair{4, 1}, std::pair{4, 0}}) {
       const bool pass = from_producer == 0 && n >= 3;
       CudaBackendOptions o;
       o.base.max_batch = 8;
